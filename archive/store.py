@@ -1,0 +1,151 @@
+"""The Archive: open (create or migrate) one SQLite file and read/write its records."""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import socket
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterator
+
+import sqlite_utils
+
+from archive.schema import MIGRATIONS, Migration
+from evo.errors import ArchiveError
+
+APP_ID = "evo-archive"
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Archive:
+    """One search's SQLite file. Writes go through `transaction()`; every write method commits."""
+
+    def __init__(self, db: sqlite_utils.Database, path: Path):
+        self.db = db
+        self.path = path
+
+    # ---- opening -------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, *, create: bool = True,
+             migrations: list[tuple[str, Migration]] | None = None) -> "Archive":
+        path = Path(path)
+        migrations = MIGRATIONS if migrations is None else migrations
+        if not path.exists():
+            if not create:
+                raise ArchiveError(f"no archive at {path}: check the path, or run `evo run archive.path={path}` to create one")
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = sqlite_utils.Database(sqlite3.connect(str(path), timeout=30, check_same_thread=False))
+            db.execute("PRAGMA busy_timeout = 30000")
+            if not db.table_names() or "meta" in db.table_names():
+                db.enable_wal()
+        except sqlite3.DatabaseError as e:
+            raise ArchiveError(f"{path} is not a SQLite file ({e})") from None
+        archive = cls(db, path)
+        archive._migrate(migrations)
+        return archive
+
+    def _version(self) -> int:
+        tables = self.db.table_names()
+        if "meta" not in tables:
+            if tables:
+                raise ArchiveError(f"{self.path} is a SQLite file but not an evo archive (no meta table)")
+            return 0
+        row = self.db.execute("select value from meta where key = 'schema_version'").fetchone()
+        app = self.db.execute("select value from meta where key = 'application'").fetchone()
+        if not row or not app or app[0] != APP_ID:
+            raise ArchiveError(f"{self.path} is not an evo archive (meta table without an evo schema version)")
+        return int(row[0])
+
+    def _migrate(self, migrations: list[tuple[str, Migration]]) -> None:
+        version, target = self._version(), len(migrations)
+        if version > target:
+            raise ArchiveError(f"{self.path} was written by a newer evo (schema version {version}; this evo knows "
+                               f"up to {target}): upgrade evo to open it")
+        for number in range(version + 1, target + 1):
+            name, migrate = migrations[number - 1]
+            with self.db.conn:
+                if number == 1:
+                    self.db.execute("create table meta (key text primary key, value text)")
+                    self.db.execute("insert into meta values ('application', ?)", [APP_ID])
+                    self.db.execute("insert into meta values ('schema_version', '0')")
+                    self.db.execute("create table migrations (version integer primary key, name text, applied_at text)")
+                migrate(self.db)
+                self.db.execute("update meta set value = ? where key = 'schema_version'", [str(number)])
+                self.db.execute("insert into migrations values (?, ?, ?)", [number, name, now()])
+
+    @property
+    def schema_version(self) -> int:
+        return self._version()
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # ---- writing -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside commit together or not at all."""
+        with self.db.conn:
+            yield
+
+    def _insert(self, table: str, record: dict[str, Any], *, replace: bool = False, ignore: bool = False) -> int:
+        cols = ", ".join(f"[{k}]" for k in record)
+        marks = ", ".join("?" for _ in record)
+        verb = "insert or replace" if replace else "insert or ignore" if ignore else "insert"
+        cur = self.db.execute(f"{verb} into [{table}] ({cols}) values ({marks})", list(record.values()))
+        return cur.lastrowid
+
+    def insert(self, table: str, record: dict[str, Any], *, replace: bool = False, ignore: bool = False) -> int:
+        with self.transaction():
+            return self._insert(table, record, replace=replace, ignore=ignore)
+
+    # ---- runs ----------------------------------------------------------------------------
+    def start_run(self, *, kind: str, config: dict, seed: int, backend: str, name: str = "",
+                  gpu: str = "") -> int:
+        from evo import __version__
+        return self.insert("runs", {
+            "name": name, "kind": kind, "status": "running", "created_at": now(), "updated_at": now(),
+            "config_json": json.dumps(config, sort_keys=True), "seed": seed, "backend": backend,
+            "gpu": gpu, "host": socket.gethostname(), "evo_version": __version__,
+        })
+
+    def set_run_status(self, run_id: int, status: str) -> None:
+        with self.transaction():
+            self.db.execute("update runs set status = ?, updated_at = ? where id = ?", [status, now(), run_id])
+
+    def run(self, run_id: int) -> dict:
+        rows = list(self.db.query("select * from runs where id = ?", [run_id]))
+        if not rows:
+            raise ArchiveError(f"no run {run_id} in {self.path}: `evo archive runs {self.path}` lists them")
+        return rows[0]
+
+    def runs(self) -> list[dict]:
+        return list(self.db.query("""
+            select r.id, r.name, r.kind, r.status, r.backend, r.gpu, r.created_at, r.updated_at,
+              (select count(*) from evaluations e where e.run_id = r.id) as evaluations,
+              (select count(*) from evaluations e where e.run_id = r.id and e.status = 'ok') as correct,
+              (select count(*) from kernels k where k.run_id = r.id) as kernels,
+              (select count(*) from elites c where c.run_id = r.id) as cells
+            from runs r order by r.id"""))
+
+    def last_run(self, kind: str | None = None) -> dict | None:
+        sql = "select * from runs" + (" where kind = ?" if kind else "") + " order by id desc limit 1"
+        rows = list(self.db.query(sql, [kind] if kind else []))
+        return rows[0] if rows else None
+
+    # ---- state for resume ----------------------------------------------------------------
+    def put_state(self, run_id: int, key: str, value: Any) -> None:
+        self._insert("run_state", {"run_id": run_id, "key": key, "value_json": json.dumps(value),
+                                   "updated_at": now()}, replace=True)
+
+    def get_state(self, run_id: int, key: str, default: Any = None) -> Any:
+        row = self.db.execute("select value_json from run_state where run_id = ? and key = ?", [run_id, key]).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def count(self, table: str, where: str = "", params: list | None = None) -> int:
+        return self.db.execute(f"select count(*) from [{table}]" + (f" where {where}" if where else ""),
+                               params or []).fetchone()[0]

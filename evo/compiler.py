@@ -1,0 +1,188 @@
+"""The compile stage: nvcc to a cubin for sm_90a, in parallel, with a per-job timeout and a
+content-addressed cache keyed by source + flags + nvcc version.
+
+`-Xptxas -v` is parsed into `Resources`; a compiler error is kept (trimmed) for repair prompts.
+nvcc runs in its own process group so that a timeout kills it with all its children.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from evo.errors import CompileToolError
+
+DEFAULT_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-Xptxas", "-v")
+MAX_LOG_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Resources:
+    registers: int = 0
+    smem_static: int = 0  # bytes of static shared memory
+    stack: int = 0  # bytes of stack frame
+    spill_stores: int = 0
+    spill_loads: int = 0
+    barriers: int = 0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    status: str  # "ok" | "error" | "timeout"
+    key: str
+    cubin: bytes | None = field(default=None, repr=False)
+    resources: Resources | None = None
+    log: str = ""  # trimmed compiler output (errors and warnings)
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@lru_cache(maxsize=None)
+def nvcc_version(nvcc: str = "nvcc") -> str:
+    path = shutil.which(nvcc)
+    if not path:
+        raise CompileToolError(f"{nvcc} was not found on PATH: install the CUDA toolkit (13.0) or set compiler.nvcc")
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"release [\d.]+, V([\d.]+)", out)
+    return m.group(1) if m else out.strip().splitlines()[-1]
+
+
+_ENTRY_BLOCK = re.compile(r"Compiling entry function '(\w+)'")
+
+
+def parse_ptxas(log: str, entry: str = "hgemm") -> Resources:
+    """Numbers from `-Xptxas -v` output for one entry function."""
+    lines = log.splitlines()
+    start = next((i for i, l in enumerate(lines) if (m := _ENTRY_BLOCK.search(l)) and m.group(1) == entry), None)
+    if start is None:
+        return Resources()
+    block = []
+    for line in lines[start + 1:]:
+        if _ENTRY_BLOCK.search(line):
+            break
+        block.append(line)
+    text = "\n".join(block)
+
+    def num(pattern: str) -> int:
+        m = re.search(pattern, text)
+        return int(m.group(1)) if m else 0
+
+    return Resources(
+        registers=num(r"Used (\d+) registers"), smem_static=num(r"(\d+) bytes smem"),
+        stack=num(r"(\d+) bytes stack frame"), spill_stores=num(r"(\d+) bytes spill stores"),
+        spill_loads=num(r"(\d+) bytes spill loads"), barriers=num(r"used (\d+) barriers"),
+    )
+
+
+def trim_log(log: str, source_name: str) -> str:
+    """Keep what a person (or a repair prompt) needs: errors first, no temp paths, bounded size."""
+    log = log.replace(source_name, "kernel.cu")
+    lines = [l for l in log.splitlines() if not l.startswith("ptxas info") and not re.match(r"\s+\d+ bytes", l)]
+    errors = [l for l in lines if "error" in l.lower()]
+    text = "\n".join(errors + [l for l in lines if l not in errors]) if errors else "\n".join(lines)
+    return text if len(text) <= MAX_LOG_CHARS else text[:MAX_LOG_CHARS] + "\n[... trimmed]"
+
+
+class Compiler:
+    """Compiles candidate sources to cubins; thread-safe; results cached on disk."""
+
+    def __init__(self, *, cache_dir: str | os.PathLike | None = None, nvcc: str = "nvcc",
+                 flags: tuple[str, ...] = DEFAULT_FLAGS, timeout_s: float = 180.0, workers: int = 0):
+        self.nvcc = nvcc
+        self.flags = tuple(flags)
+        self.timeout_s = timeout_s
+        self.cache_dir = Path(cache_dir or os.environ.get("EVO_CACHE_DIR") or Path.home() / ".cache" / "evo" / "nvcc")
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.version = nvcc_version(nvcc)
+        self._pool = cf.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2, thread_name_prefix="nvcc")
+
+    def key(self, source: str) -> str:
+        h = hashlib.sha256()
+        for part in (source, "\0".join(self.flags), self.version):
+            h.update(part.encode()); h.update(b"\0\1")
+        return h.hexdigest()[:32]
+
+    def submit(self, source: str) -> cf.Future:
+        return self._pool.submit(self.compile, source)
+
+    def compile_many(self, sources: list[str]) -> list[CompileResult]:
+        return [f.result() for f in [self.submit(s) for s in sources]]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def compile(self, source: str) -> CompileResult:
+        key = self.key(source)
+        cached = self._load(key)
+        if cached:
+            return cached
+        result = self._run_nvcc(source, key)
+        if result.status != "timeout":  # a timeout may pass on a quieter machine: retry next time
+            self._store(result)
+        return result
+
+    def _run_nvcc(self, source: str, key: str) -> CompileResult:
+        with tempfile.TemporaryDirectory(prefix="evo-nvcc-") as tmp:
+            src, out = Path(tmp) / f"{key}.cu", Path(tmp) / f"{key}.cubin"
+            src.write_text(source)
+            cmd = [self.nvcc, "-cubin", *self.flags, "-o", str(out), str(src)]
+            start = time.monotonic()
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    cwd=tmp, start_new_session=True)
+            try:
+                log, _ = proc.communicate(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                return CompileResult("timeout", key, log=f"nvcc did not finish within {self.timeout_s:g} s",
+                                     seconds=time.monotonic() - start)
+            seconds = time.monotonic() - start
+            if proc.returncode != 0 or not out.exists():
+                return CompileResult("error", key, log=trim_log(log, str(src)) or f"nvcc exited with {proc.returncode}",
+                                     seconds=seconds)
+            return CompileResult("ok", key, cubin=out.read_bytes(), resources=parse_ptxas(log),
+                                 log=trim_log(log, str(src)), seconds=seconds)
+
+    def _paths(self, key: str) -> tuple[Path, Path]:
+        return self.cache_dir / f"{key}.json", self.cache_dir / f"{key}.cubin"
+
+    def _load(self, key: str) -> CompileResult | None:
+        meta_path, cubin_path = self._paths(key)
+        try:
+            meta = json.loads(meta_path.read_text())
+            cubin = cubin_path.read_bytes() if meta["status"] == "ok" else None
+        except (OSError, ValueError, KeyError):
+            return None
+        resources = Resources(**meta["resources"]) if meta.get("resources") else None
+        return CompileResult(meta["status"], key, cubin, resources, meta.get("log", ""), meta.get("seconds", 0.0), True)
+
+    def _store(self, r: CompileResult) -> None:
+        meta_path, cubin_path = self._paths(r.key)
+        if r.cubin is not None:
+            _atomic_write(cubin_path, r.cubin)
+        meta = {"status": r.status, "log": r.log, "seconds": r.seconds,
+                "resources": r.resources.to_json() if r.resources else None}
+        _atomic_write(meta_path, json.dumps(meta).encode())
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

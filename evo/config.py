@@ -1,0 +1,193 @@
+"""Structured-config schemas for every group under conf/, registered with Hydra's ConfigStore.
+
+Types are checked by OmegaConf when the config is composed; ranges and choices are checked by
+`validate()`, which raises a ConfigError naming the key, before any work starts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from evo.errors import ConfigError
+
+
+@dataclass
+class ShapesConfig:
+    name: str = MISSING
+    list: list[str] = field(default_factory=list)  # "MxNxK" entries
+    grid: list[int] = field(default_factory=list)  # cubic grid of sizes
+
+
+@dataclass
+class SearchConfig:
+    seed: int = 0
+    max_evaluations: int = 2000  # evaluations of (kernel, shape) pairs
+    max_wall_hours: float = 0.0  # 0: no limit
+    children_per_island: int = 8  # children made per island per generation
+    transfer_every: int = 3  # generations between elite transfers to neighbouring shapes
+    shapes_per_child: int = 1  # shapes a new child is evaluated on
+    progress: bool = True
+
+
+@dataclass
+class IslandsConfig:
+    n: int = 4
+    population: int = 12
+    tournament: int = 3
+    migration: str = "ring"  # ring | full | off
+    migration_interval: int = 4  # generations
+    migrants: int = 2
+    specialize: str = "family"  # none | family | bucket
+
+
+@dataclass
+class MutatorConfig:
+    policy: str = "reinforce"  # reinforce | uniform
+    learning_rate: float = 0.2
+    baseline_decay: float = 0.9
+    min_probability: float = 0.03
+    structural: list[str] = field(default_factory=lambda: ["mutate_one", "mutate_many", "crossover", "change_family"])
+    penalty_compile_error: float = -1.0
+    penalty_incorrect: float = -1.0
+    penalty_crash: float = -2.0
+
+
+@dataclass
+class LLMConfig:
+    backend: str = "auto"  # auto (anthropic if ANTHROPIC_API_KEY is set, else none) | none | anthropic | replay
+    model: str = "claude-sonnet-4-5"
+    temperature: float = 0.7
+    max_tokens: int = 8000
+    budget_usd: float = 20.0
+    concurrency: int = 4
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    base_url: Optional[str] = None
+    replay_from: Optional[str] = None  # archive whose recorded responses answer (llm=replay)
+    edit_format: str = "search_replace"  # search_replace | full
+    prompts: list[str] = field(default_factory=list)  # empty: every template under mutators/prompts
+
+
+@dataclass
+class EvaluatorConfig:
+    backend: str = "gpu"  # gpu | simulated (CPU test double; its numbers are never measurements)
+    gpus: list[int] = field(default_factory=list)  # empty: every visible GPU
+    draws: int = 3  # random input draws per correctness check
+    mode: str = "rotating"  # timing mode used for fitness: rotating | hot
+    modes: list[str] = field(default_factory=lambda: ["rotating"])  # modes measured per evaluation
+    replays: int = 5  # graph replays, median taken
+    target_replay_ms: float = 20.0  # launches per graph chosen so one replay lasts about this long
+    timeout_s: float = 60.0  # per (kernel, shape) evaluation, then the worker is killed and restarted
+    libraries: list[str] = field(default_factory=lambda: ["torch", "cublaslt_heuristic", "cublaslt_autotuned"])
+    server_gap_ms: list[float] = field(default_factory=lambda: [0.05, 2.0])
+    compile_timeout_s: float = 180.0
+    compile_workers: int = 0  # 0: every CPU core
+    cache_dir: Optional[str] = None
+
+
+@dataclass
+class ArchiveConfig:
+    path: str = "runs/evo.sqlite"
+
+
+@dataclass
+class SweepConfig:
+    budget: int = 200  # configurations per family (exhaustive when the genome is smaller)
+    sample: str = "random"  # random | exhaustive
+
+
+@dataclass
+class EvoConfig:
+    shapes: ShapesConfig = MISSING
+    search: SearchConfig = MISSING
+    islands: IslandsConfig = MISSING
+    mutator: MutatorConfig = MISSING
+    llm: LLMConfig = MISSING
+    evaluator: EvaluatorConfig = MISSING
+    archive: ArchiveConfig = MISSING
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    family: Optional[str] = None  # evo sweep: the family to sweep (default: all)
+    kernels: list[str] = field(default_factory=list)  # evo bench: .cu files to time beside the libraries
+
+
+GROUPS = {"shapes": ShapesConfig, "search": SearchConfig, "islands": IslandsConfig, "mutator": MutatorConfig,
+          "llm": LLMConfig, "evaluator": EvaluatorConfig, "archive": ArchiveConfig}
+
+
+def register_configs() -> None:
+    """Register the schemas; each group's YAML options extend theirs via `- base_<group>`."""
+    from hydra.core.config_store import ConfigStore
+    cs = ConfigStore.instance()
+    cs.store(name="evo_schema", node=EvoConfig)
+    for group, schema in GROUPS.items():
+        cs.store(group=group, name=f"base_{group}", node=schema)
+
+
+def _choice(key: str, value, allowed) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{key}={value!r}: must be one of {', '.join(map(str, allowed))}")
+
+
+def _at_least(key: str, value, low) -> None:
+    if value < low:
+        raise ConfigError(f"{key}={value}: must be >= {low}")
+
+
+def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
+    """Check ranges and choices; return the typed config object."""
+    c: EvoConfig = OmegaConf.to_object(cfg) if isinstance(cfg, DictConfig) else cfg
+    from evo.shapes import build_shape_set
+    from evo.errors import ShapeError
+    try:
+        build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
+    except ShapeError as e:
+        raise ConfigError(f"shapes: {e}") from None
+    _at_least("search.max_evaluations", c.search.max_evaluations, 1)
+    _at_least("search.max_wall_hours", c.search.max_wall_hours, 0)
+    _at_least("search.children_per_island", c.search.children_per_island, 1)
+    _at_least("search.transfer_every", c.search.transfer_every, 0)
+    _at_least("search.shapes_per_child", c.search.shapes_per_child, 1)
+    _at_least("islands.n", c.islands.n, 1)
+    _at_least("islands.population", c.islands.population, 2)
+    _at_least("islands.tournament", c.islands.tournament, 1)
+    _at_least("islands.migration_interval", c.islands.migration_interval, 1)
+    _at_least("islands.migrants", c.islands.migrants, 0)
+    _choice("islands.migration", c.islands.migration, ("ring", "full", "off"))
+    _choice("islands.specialize", c.islands.specialize, ("none", "family", "bucket"))
+    _choice("mutator.policy", c.mutator.policy, ("reinforce", "uniform"))
+    _at_least("mutator.learning_rate", c.mutator.learning_rate, 0)
+    if not 0 <= c.mutator.baseline_decay < 1:
+        raise ConfigError(f"mutator.baseline_decay={c.mutator.baseline_decay}: must be in [0, 1)")
+    if not 0 <= c.mutator.min_probability < 1:
+        raise ConfigError(f"mutator.min_probability={c.mutator.min_probability}: must be in [0, 1)")
+    from mutators.structural import OPERATORS
+    for op in c.mutator.structural:
+        _choice("mutator.structural", op, tuple(OPERATORS))
+    _choice("llm.backend", c.llm.backend, ("auto", "none", "anthropic", "replay"))
+    _choice("llm.edit_format", c.llm.edit_format, ("search_replace", "full"))
+    _at_least("llm.budget_usd", c.llm.budget_usd, 0)
+    _at_least("llm.concurrency", c.llm.concurrency, 1)
+    _at_least("llm.max_tokens", c.llm.max_tokens, 1)
+    _at_least("llm.timeout_s", c.llm.timeout_s, 1)
+    if c.llm.backend == "replay" and not c.llm.replay_from:
+        raise ConfigError("llm=replay needs llm.replay_from=PATH (an archive with recorded LLM calls)")
+    _choice("evaluator.backend", c.evaluator.backend, ("gpu", "simulated"))
+    _choice("evaluator.mode", c.evaluator.mode, ("rotating", "hot"))
+    for m in c.evaluator.modes:
+        _choice("evaluator.modes", m, ("rotating", "hot", "server"))
+    _at_least("evaluator.draws", c.evaluator.draws, 1)
+    _at_least("evaluator.replays", c.evaluator.replays, 1)
+    _at_least("evaluator.timeout_s", c.evaluator.timeout_s, 1)
+    _at_least("evaluator.compile_timeout_s", c.evaluator.compile_timeout_s, 1)
+    for lib in c.evaluator.libraries:
+        _choice("evaluator.libraries", lib, ("torch", "cublaslt_heuristic", "cublaslt_autotuned"))
+    _choice("sweep.sample", c.sweep.sample, ("random", "exhaustive"))
+    _at_least("sweep.budget", c.sweep.budget, 1)
+    if c.family is not None:
+        from evo.families import FAMILIES
+        _choice("family", c.family, tuple(FAMILIES))
+    if not c.archive.path:
+        raise ConfigError("archive.path is empty: give the SQLite file of this search")
+    return c

@@ -1,0 +1,84 @@
+"""The Family base: a genome (parameters -> allowed values), constraints, and rendering."""
+from __future__ import annotations
+
+import itertools
+import random
+import string
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from typing import Callable
+
+from evo.kernel import Candidate
+
+Params = dict[str, int]
+
+
+def template_text(name: str) -> str:
+    return resources.files("evo.families").joinpath(name).read_text()
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    description: str
+    space: dict[str, tuple[int, ...]]
+    template: str  # file name of the .cu template
+    _problem: Callable[[Params], str | None] = field(repr=False)
+    _derive: Callable[[Params], dict[str, str]] = field(repr=False)  # template values beyond the params
+    default: Params = field(default_factory=dict)
+
+    def problem(self, params: Params) -> str | None:
+        """Why these parameters are invalid, or None if they are valid."""
+        missing = set(self.space) - set(params)
+        extra = set(params) - set(self.space)
+        if missing or extra:
+            return f"parameters must be exactly {sorted(self.space)} (missing {sorted(missing)}, extra {sorted(extra)})"
+        for k, v in params.items():
+            if v not in self.space[k]:
+                return f"{k}={v} is not one of {self.space[k]}"
+        return self._problem(params)
+
+    def valid(self, params: Params) -> bool:
+        return self.problem(params) is None
+
+    def render(self, params: Params) -> str:
+        reason = self.problem(params)
+        if reason:
+            raise ValueError(f"{self.name}: {reason}")
+        values = {k: str(v) for k, v in params.items()} | self._derive(params)
+        return string.Template(template_text(self.template)).substitute(values)
+
+    def candidate(self, params: Params, *, operator: str = "seed", parents: tuple[str, ...] = ()) -> Candidate:
+        return Candidate.make(self.render(params), family=self.name, params=params, operator=operator, parents=parents)
+
+    @cached_property
+    def all_valid(self) -> tuple[Params, ...]:
+        """Every valid configuration, in a stable order."""
+        keys = list(self.space)
+        combos = (dict(zip(keys, values)) for values in itertools.product(*(self.space[k] for k in keys)))
+        return tuple(p for p in combos if self._problem(p) is None)
+
+    def random(self, rng: random.Random) -> Params:
+        return dict(rng.choice(self.all_valid))
+
+    def repair(self, params: Params, rng: random.Random) -> Params:
+        """The valid configuration closest to `params` (fewest differing parameters; ties at random)."""
+        if self.valid(params):
+            return dict(params)
+        def distance(p: Params) -> int:
+            return sum(p[k] != params.get(k) for k in self.space)
+        best = min(distance(p) for p in self.all_valid)
+        return dict(rng.choice([p for p in self.all_valid if distance(p) == best]))
+
+
+def splitk_snippet(split_k: int) -> str:
+    return template_text("splitk.cuh") if split_k > 1 else ""
+
+
+def splitk_requires(split_k: int, bm: int, bn: int) -> str:
+    """Declaration lines that keep a split-K kernel within its workspace and counters."""
+    if split_k == 1:
+        return ""
+    return (f"\n// @evo requires = cdiv(M, {bm}) * cdiv(N, {bn}) * {split_k * bm * bn} <= 8388608"
+            f"\n// @evo requires = cdiv(M, {bm}) * cdiv(N, {bn}) <= 65536")

@@ -1,0 +1,153 @@
+// evo seed family "ampere": tensor cores through mma.sync m16n8k16 (fp32 accumulation), ldmatrix
+// from XOR-swizzled shared memory, a ${STAGES}-stage cp.async pipeline, grouped rasterization and
+// optional split-K. Block tile ${BM}x${BN}x${BK}, warp tile ${WM}x${WN}, split-K ${SPLIT_K}.
+#include <cuda_fp16.h>
+#include <stdint.h>
+// @evo grid     = cdiv(M, ${BM}) * cdiv(N, ${BN}) * ${SPLIT_K}
+// @evo block    = ${THREADS}
+// @evo smem     = ${SMEM}
+// @evo requires = K % 8 == 0 and N % 8 == 0${SPLITK_REQUIRES}
+
+#define BM ${BM}
+#define BN ${BN}
+#define BK ${BK}
+#define WM ${WM}
+#define WN ${WN}
+#define STAGES ${STAGES}
+#define SPLIT_K ${SPLIT_K}
+#define GROUP_M ${GROUP_M}
+#define THREADS ${THREADS}
+#define WARPS_N (BN / WN)
+#define MI (WM / 16)
+#define NI (WN / 8)
+#define ACC_PER_THREAD (MI * NI * 4)
+#define A_STAGE (BM * BK)
+#define B_STAGE (BK * BN)
+#define SPLITK_SYNC() __syncthreads()
+${SPLITK}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// 16-byte asynchronous copy; with pred false nothing is read and the destination is zero-filled.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool pred) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(pred ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
+
+// Offset in halves of 16-byte chunk `chunk` of row `row`, XOR-swizzled so that the 8 rows an
+// ldmatrix phase reads fall in 8 different bank groups.
+template <int CHUNKS> __device__ __forceinline__ int swz(int row, int chunk) {
+    if (CHUNKS >= 8) return row * CHUNKS * 8 + (((chunk & ~7) | ((chunk ^ row) & 7)) * 8);
+    return row * CHUNKS * 8 + ((chunk ^ ((row >> 1) & 3)) * 8);  // 4 chunks (64 B) per row
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void mma16816(float* c, const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+hgemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K) {
+    extern __shared__ __align__(128) half smem[];
+    half* sA = smem;
+    half* sB = smem + STAGES * A_STAGE;
+    __shared__ int splitk_flag;
+
+    // Grouped rasterization: GROUP_M tile rows are walked together so that B columns stay in L2.
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int item = blockIdx.x, split = item % SPLIT_K, tile = item / SPLIT_K;
+    const int width = GROUP_M * tiles_n, group = tile / width, first_m = group * GROUP_M;
+    const int group_rows = min(tiles_m - first_m, GROUP_M);
+    const int m0 = (first_m + (tile % width) % group_rows) * BM;
+    const int n0 = ((tile % width) / group_rows) * BN;
+    const int k_tiles = (K + BK - 1) / BK, per_split = (k_tiles + SPLIT_K - 1) / SPLIT_K;
+    const int kt_begin = min(split * per_split, k_tiles), kt_end = min(kt_begin + per_split, k_tiles);
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
+
+    auto load_tile = [&](int stage, int kt) {
+        const int k0 = kt * BK;
+        const uint32_t a_base = smem_u32(sA + stage * A_STAGE), b_base = smem_u32(sB + stage * B_STAGE);
+        #pragma unroll
+        for (int c = tid; c < BM * BK / 8; c += THREADS) {
+            const int row = c / (BK / 8), ch = c % (BK / 8), gr = m0 + row, gk = k0 + ch * 8;
+            const bool ok = gr < M && gk < K;
+            cp_async16(a_base + swz<BK / 8>(row, ch) * 2, ok ? A + (size_t)gr * K + gk : A, ok);
+        }
+        #pragma unroll
+        for (int c = tid; c < BK * BN / 8; c += THREADS) {
+            const int row = c / (BN / 8), ch = c % (BN / 8), gk = k0 + row, gn = n0 + ch * 8;
+            const bool ok = gk < K && gn < N;
+            cp_async16(b_base + swz<BN / 8>(row, ch) * 2, ok ? B + (size_t)gk * N + gn : B, ok);
+        }
+    };
+
+    float acc[ACC_PER_THREAD];
+    #pragma unroll
+    for (int i = 0; i < ACC_PER_THREAD; ++i) acc[i] = 0.f;
+
+    // Prologue: fill STAGES-1 stages.
+    #pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (kt_begin + s < kt_end) load_tile(s, kt_begin + s);
+        cp_async_commit();
+    }
+    for (int kt = kt_begin; kt < kt_end; ++kt) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();  // this tile has landed, and every warp is done with the stage we refill next
+        const int next = kt + STAGES - 1;
+        if (next < kt_end) load_tile((next - kt_begin) % STAGES, next);
+        cp_async_commit();
+
+        const int stage = (kt - kt_begin) % STAGES;
+        const uint32_t a_base = smem_u32(sA + stage * A_STAGE), b_base = smem_u32(sB + stage * B_STAGE);
+        #pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            uint32_t a[MI][4], b[NI / 2][4];
+            #pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+                ldmatrix_x4(a[mi], a_base + swz<BK / 8>(wm0 + mi * 16 + (lane % 16), kk * 2 + lane / 16) * 2);
+            #pragma unroll
+            for (int nj = 0; nj < NI / 2; ++nj)
+                ldmatrix_x4_trans(b[nj], b_base + swz<BN / 8>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
+                                                             (wn0 + nj * 16) / 8 + (lane >> 4)) * 2);
+            #pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+                #pragma unroll
+                for (int ni = 0; ni < NI; ++ni)
+                    mma16816(acc + (mi * NI + ni) * 4, a[mi], b[ni / 2][(ni % 2) * 2], b[ni / 2][(ni % 2) * 2 + 1]);
+        }
+    }
+    cp_async_wait<0>();
+
+#if SPLIT_K > 1
+    if (!splitk_reduce<ACC_PER_THREAD>(acc, tile, split, tid, THREADS, &splitk_flag)) return;
+#endif
+    // Epilogue: fp32 -> fp16, bounds-checked half2 stores (N % 8 == 0 keeps pairs inside a row).
+    #pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+        #pragma unroll
+        for (int ni = 0; ni < NI; ++ni) {
+            const int col = n0 + wn0 + ni * 8 + (lane % 4) * 2;
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + wm0 + mi * 16 + lane / 4 + h * 8;
+                if (row < M && col < N) {
+                    const float* v = acc + (mi * NI + ni) * 4 + h * 2;
+                    *reinterpret_cast<half2*>(C + (size_t)row * N + col) = __floats2half2_rn(v[0], v[1]);
+                }
+            }
+        }
+}

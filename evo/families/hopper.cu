@@ -1,0 +1,207 @@
+// evo seed family "hopper" (sm_90a): TMA loads into a multi-stage mbarrier pipeline, wgmma with fp32
+// accumulators, one producer warpgroup and ${CONSUMERS} consumer warpgroup(s) with register reallocation,
+// and a persistent tile scheduler with grouped rasterization.
+// Tile ${BM}x${BN}x64, ${STAGES} stages, raster group ${GROUP_M}, split-K ${SPLIT_K}.
+#include <cuda.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+// @evo grid     = ${GRID}
+// @evo block    = ${THREADS}
+// @evo smem     = ${SMEM}
+// @evo requires = K % 8 == 0 and N % 8 == 0
+// @evo tma      = A box(64, ${BM}) swizzle(128)
+// @evo tma      = B box(64, 64) swizzle(128)${SPLITK_REQUIRES}
+
+#define BM ${BM}
+#define BN ${BN}
+#define BK 64
+#define STAGES ${STAGES}
+#define CONSUMERS ${CONSUMERS}
+#define GROUP_M ${GROUP_M}
+#define SPLIT_K ${SPLIT_K}
+#define ROWS_PER_CONSUMER (BM / CONSUMERS)
+#define MMA_M_TILES (ROWS_PER_CONSUMER / 64)
+#define A_STAGE_BYTES (BM * BK * 2)
+#define B_STAGE_BYTES (BK * BN * 2)
+#define ACC_PER_THREAD (MMA_M_TILES * BN / 2)
+// split-K partials are combined among the consumer threads only
+#define SPLITK_SYNC() asm volatile("bar.sync 1, %0;" :: "n"(CONSUMERS * 128) : "memory")
+
+${WGMMA}
+${SPLITK}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ---- mbarrier: the pipeline's full/empty handshakes --------------------------------------------
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_u32(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n.reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_%=;\n}\n" :: "r"(smem_u32(bar)), "r"(parity) : "memory");
+}
+
+// ---- TMA: one 2D box from global memory into shared memory, completing on an mbarrier ----------
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int x, int y) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+        :: "r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(x), "r"(y) : "memory");
+}
+
+// ---- wgmma shared-memory descriptors (128-byte swizzle) ----------------------------------------
+// A tile: BM rows of 64 halves (128 B), K contiguous ("K-major"): 8-row core groups 1024 B apart.
+__device__ __forceinline__ uint64_t desc_a(const void* p) {
+    uint64_t addr = smem_u32(p);
+    return ((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+// B tile: stored as BN/64 column blocks, each 64 k-rows of 64 halves (128 B), N contiguous
+// ("MN-major", transposed in the instruction): next 64-column block LBO = 64*128 B away,
+// next 8 k-rows SBO = 1024 B away.
+__device__ __forceinline__ uint64_t desc_b(const void* p) {
+    uint64_t addr = smem_u32(p);
+    return ((addr & 0x3FFFF) >> 4) | ((uint64_t)((BK * 128) >> 4) << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+
+// Persistent schedule: work item -> (tile_m, tile_n, k split), grouped GROUP_M tiles along M so
+// that consecutive CTAs share B columns in L2.
+struct Work { int m0, n0, kt_begin, kt_end; };
+__device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, int k_tiles) {
+    int split = item % SPLIT_K;
+    int tile = item / SPLIT_K;
+    int width = GROUP_M * tiles_n;
+    int group = tile / width;
+    int first_m = group * GROUP_M;
+    int group_rows = min(tiles_m - first_m, GROUP_M);
+    int tm = first_m + (tile % width) % group_rows;
+    int tn = (tile % width) / group_rows;
+    int per_split = (k_tiles + SPLIT_K - 1) / SPLIT_K;
+    Work w;
+    w.m0 = tm * BM; w.n0 = tn * BN;
+    w.kt_begin = min(split * per_split, k_tiles);
+    w.kt_end = min(w.kt_begin + per_split, k_tiles);
+    return w;
+}
+
+extern "C" __global__ void __launch_bounds__(${THREADS}, 1)
+hgemm(const half* A, const half* B, half* C, int M, int N, int K,
+      const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
+    extern __shared__ uint8_t smem_raw[];
+    // 128-byte swizzled tiles must start on a 1024-byte boundary.
+    uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t* a_tiles = smem;
+    uint8_t* b_tiles = smem + STAGES * A_STAGE_BYTES;
+    uint64_t* full = (uint64_t*)(b_tiles + STAGES * B_STAGE_BYTES);
+    uint64_t* empty = full + STAGES;
+    int* splitk_flag = (int*)(empty + STAGES);
+
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int k_tiles = (K + BK - 1) / BK;
+    const int items = tiles_m * tiles_n * SPLIT_K;
+    const int warpgroup = threadIdx.x / 128;
+    const int tid_in_wg = threadIdx.x % 128;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], CONSUMERS * 4);  // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warpgroup == 0) {
+        // Producer: one thread issues every TMA load; the others give their registers away.
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 ${PRODUCER_REGS};");
+        if (tid_in_wg == 0) {
+            int stage = 0; uint32_t phase = 0;
+            for (int item = blockIdx.x; item < items; item += gridDim.x) {
+                Work w = work_item(item, tiles_m, tiles_n, k_tiles);
+                for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+                    mbar_wait(&empty[stage], phase ^ 1);
+                    mbar_expect_tx(&full[stage], A_STAGE_BYTES + B_STAGE_BYTES);
+                    tma_load_2d(a_tiles + stage * A_STAGE_BYTES, &tmA, &full[stage], kt * BK, w.m0);
+                    #pragma unroll
+                    for (int j = 0; j < BN / 64; ++j)
+                        tma_load_2d(b_tiles + stage * B_STAGE_BYTES + j * (BK * 128), &tmB, &full[stage],
+                                    w.n0 + j * 64, kt * BK);
+                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                }
+            }
+        }
+    } else {
+        // Consumers: each warpgroup owns ROWS_PER_CONSUMER rows of the tile.
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 ${CONSUMER_REGS};");
+        const int consumer = warpgroup - 1;
+        const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+        float acc[ACC_PER_THREAD];
+        int stage = 0; uint32_t phase = 0;
+        for (int item = blockIdx.x; item < items; item += gridDim.x) {
+            Work w = work_item(item, tiles_m, tiles_n, k_tiles);
+            #pragma unroll
+            for (int i = 0; i < ACC_PER_THREAD; ++i) acc[i] = 0.f;
+            int prev_stage = -1;
+            for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+                mbar_wait(&full[stage], phase);
+                wgmma_fence();
+                const uint8_t* a_base = a_tiles + stage * A_STAGE_BYTES + consumer * ROWS_PER_CONSUMER * 128;
+                const uint8_t* b_base = b_tiles + stage * B_STAGE_BYTES;
+                #pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk) {
+                    #pragma unroll
+                    for (int mt = 0; mt < MMA_M_TILES; ++mt)
+                        wgmma_m64n${BN}(acc + mt * (BN / 2), desc_a(a_base + mt * 64 * 128 + kk * 32), desc_b(b_base + kk * 16 * 128));
+                }
+                wgmma_commit();
+                // Keep one batch in flight: once the previous batch is done, its stage can be refilled.
+                wgmma_wait<1>();
+                if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty[prev_stage]);
+                prev_stage = stage;
+                if (++stage == STAGES) { stage = 0; phase ^= 1; }
+            }
+            wgmma_wait<0>();
+            if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty[prev_stage]);
+
+#if SPLIT_K > 1
+            if (!splitk_reduce<ACC_PER_THREAD>(acc, item / SPLIT_K, item % SPLIT_K, threadIdx.x - 128,
+                                               CONSUMERS * 128, splitk_flag))
+                continue;  // another CTA of this tile adds our partial sums and stores
+#endif
+
+            // Epilogue: fp32 accumulators -> fp16, bounds-checked stores straight from registers.
+            #pragma unroll
+            for (int mt = 0; mt < MMA_M_TILES; ++mt) {
+                const int row0 = w.m0 + consumer * ROWS_PER_CONSUMER + mt * 64 + warp * 16 + lane / 4;
+                #pragma unroll
+                for (int nb = 0; nb < BN / 8; ++nb) {
+                    const int col = w.n0 + nb * 8 + (lane % 4) * 2;
+                    if (col >= N) continue;
+                    #pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int row = row0 + h * 8;
+                        if (row >= M) continue;
+                        half2* dst = reinterpret_cast<half2*>(C + (size_t)row * N + col);
+                        const float* v = acc + mt * (BN / 2) + nb * 4 + h * 2;
+                        *dst = __floats2half2_rn(v[0], v[1]);
+                    }
+                }
+            }
+        }
+    }
+}

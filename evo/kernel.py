@@ -1,0 +1,246 @@
+"""The kernel model: a candidate is CUDA source text with an in-source launch declaration.
+
+ABI (see DESIGN.md): the source defines
+    extern "C" __global__ void hgemm(const half* A, const half* B, half* C, int M, int N, int K)
+optionally followed by one `const __grid_constant__ CUtensorMap` parameter per declared tensor map.
+
+The launch declaration is a set of comment lines, each `// @evo key = value`:
+
+    // @evo grid     = cdiv(N, 128), cdiv(M, 128), 1     grid as expressions of M, N, K, num_sms
+    // @evo block    = 256                               threads per block (x[, y, z])
+    // @evo smem     = 49152                             dynamic shared memory, bytes (default 0)
+    // @evo cluster  = 2, 1, 1                           thread-block cluster (optional)
+    // @evo requires = K % 8 == 0                        a supported-shape condition (repeatable)
+    // @evo tma      = A box(64, 128) swizzle(128)       a TMA tensor map over A, B or C (repeatable)
+
+Expressions are parsed by `evo.expr` (never `eval`). A tensor map over a row-major operand
+X[rows, cols] has dimensions (cols, rows), innermost first; `box(inner, outer)` is its box in
+elements and `swizzle` its shared-memory swizzle in bytes (0, 32, 64 or 128).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+
+from evo.errors import DeclarationError
+from evo.expr import Expr, ExprError
+from evo.shapes import Shape
+
+ENTRY_POINT = "hgemm"
+VARIABLES = frozenset({"M", "N", "K", "num_sms"})
+MAX_THREADS = 1024
+MAX_DYNAMIC_SMEM = 232448  # 227 KiB: the per-block opt-in limit on sm_90
+MAX_CLUSTER = 16
+_DECL = re.compile(r"^\s*//\s*@evo\s+(\w+)\s*=\s*(.*?)\s*$")
+_TMA = re.compile(r"^([ABC])\s+box\s*\((.+?)\)\s*(?:swizzle\s*\(\s*(\d+)\s*\))?$")
+_KEYS = ("grid", "block", "smem", "cluster", "requires", "tma")
+
+
+@dataclass(frozen=True)
+class TmaDecl:
+    operand: str  # "A", "B" or "C"
+    box: tuple[Expr, Expr]  # (inner, outer) in elements
+    swizzle: int  # bytes: 0, 32, 64, 128
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """A concrete tensor map for one shape: what the host must build and pass."""
+    operand: str
+    dims: tuple[int, int]  # (inner, outer) elements
+    box: tuple[int, int]
+    swizzle: int
+
+    def to_json(self) -> dict:
+        return {"operand": self.operand, "dims": list(self.dims), "box": list(self.box),
+                "swizzle": self.swizzle, "dtype": "float16", "layout": "row-major"}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The concrete launch of a kernel for one shape."""
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int
+    cluster: tuple[int, int, int] | None
+    tensor_maps: tuple[TensorMapSpec, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"grid": list(self.grid), "block": list(self.block), "smem": self.smem,
+                "cluster": list(self.cluster) if self.cluster else None,
+                "tensor_maps": [t.to_json() for t in self.tensor_maps]}
+
+
+class LaunchError(ValueError):
+    """The declaration evaluates to a launch that the hardware cannot run for this shape."""
+
+
+@dataclass(frozen=True)
+class LaunchDecl:
+    grid: tuple[Expr, ...]
+    block: tuple[Expr, ...]
+    smem: Expr | None
+    cluster: tuple[Expr, ...] | None
+    requires: tuple[Expr, ...]
+    tma: tuple[TmaDecl, ...]
+    text: dict = field(default_factory=dict, compare=False)  # key -> raw text, for display
+
+    def supports(self, shape: Shape, *, num_sms: int = 132) -> bool:
+        env = _env(shape, num_sms)
+        try:
+            return all(bool(r.evaluate(env)) for r in self.requires)
+        except ExprError:
+            return False
+
+    def launch_for(self, shape: Shape, *, num_sms: int = 132) -> Launch:
+        env = _env(shape, num_sms)
+        try:
+            grid = _dims(self.grid, env, "grid")
+            block = _dims(self.block, env, "block")
+            smem = self.smem.evaluate(env) if self.smem else 0
+            cluster = _dims(self.cluster, env, "cluster") if self.cluster else None
+            maps = tuple(_tensor_map(t, shape, env) for t in self.tma)
+        except ExprError as e:
+            raise LaunchError(str(e)) from None
+        threads = block[0] * block[1] * block[2]
+        if threads > MAX_THREADS:
+            raise LaunchError(f"block of {threads} threads exceeds {MAX_THREADS}")
+        if not 0 <= smem <= MAX_DYNAMIC_SMEM:
+            raise LaunchError(f"dynamic shared memory {smem} bytes is outside 0..{MAX_DYNAMIC_SMEM}")
+        if grid[1] > 65535 or grid[2] > 65535 or grid[0] > 2**31 - 1:
+            raise LaunchError(f"grid {grid} exceeds the hardware limits")
+        if cluster:
+            size = cluster[0] * cluster[1] * cluster[2]
+            if size > MAX_CLUSTER:
+                raise LaunchError(f"cluster of {size} blocks exceeds {MAX_CLUSTER}")
+            if any(g % c for g, c in zip(grid, cluster)):
+                raise LaunchError(f"grid {grid} is not a multiple of cluster {cluster}")
+            if size == 1:
+                cluster = None
+        return Launch(grid, block, smem, cluster, maps)
+
+
+def _env(shape: Shape, num_sms: int) -> dict[str, int]:
+    return {"M": shape.M, "N": shape.N, "K": shape.K, "num_sms": num_sms}
+
+
+def _dims(exprs: tuple[Expr, ...], env: dict, what: str) -> tuple[int, int, int]:
+    values = [int(e.evaluate(env)) for e in exprs] + [1] * (3 - len(exprs))
+    if any(v < 1 for v in values):
+        raise LaunchError(f"{what} {tuple(values)} has a dimension below 1")
+    return tuple(values)  # type: ignore[return-value]
+
+
+def _tensor_map(t: TmaDecl, shape: Shape, env: dict) -> TensorMapSpec:
+    rows, cols = {"A": (shape.M, shape.K), "B": (shape.K, shape.N), "C": (shape.M, shape.N)}[t.operand]
+    box = (int(t.box[0].evaluate(env)), int(t.box[1].evaluate(env)))
+    if not all(1 <= b <= 256 for b in box):
+        raise LaunchError(f"tensor map box {box} of {t.operand} must be within 1..256")
+    return TensorMapSpec(t.operand, (cols, rows), box, t.swizzle)
+
+
+def parse_declaration(source: str) -> LaunchDecl:
+    """Parse the `// @evo` lines of a source. Errors name the line."""
+    values: dict[str, list[tuple[int, str]]] = {k: [] for k in _KEYS}
+    for number, line in enumerate(source.splitlines(), start=1):
+        if "@evo" not in line:
+            continue
+        m = _DECL.match(line)
+        if not m:
+            raise DeclarationError("an @evo line must read '// @evo key = value'", number)
+        key, value = m.group(1), m.group(2)
+        if key not in values:
+            raise DeclarationError(f"unknown key {key!r} (known: {', '.join(_KEYS)})", number)
+        if key not in ("requires", "tma") and values[key]:
+            raise DeclarationError(f"{key} is declared twice (first on line {values[key][0][0]})", number)
+        values[key].append((number, value))
+    for needed in ("grid", "block"):
+        if not values[needed]:
+            raise DeclarationError(f"the launch declaration has no '// @evo {needed} = ...' line")
+
+    def exprs(key: str, lo: int, hi: int) -> tuple[Expr, ...] | None:
+        if not values[key]:
+            return None
+        number, text = values[key][0]
+        parts = _split_top(text)
+        if not lo <= len(parts) <= hi:
+            raise DeclarationError(f"{key} takes {lo} to {hi} comma-separated values, got {len(parts)}", number)
+        return tuple(_expr(p, number) for p in parts)
+
+    requires = tuple(_expr(text, number) for number, text in values["requires"])
+    tma = tuple(_parse_tma(text, number) for number, text in values["tma"])
+    smem = exprs("smem", 1, 1)
+    return LaunchDecl(
+        grid=exprs("grid", 1, 3), block=exprs("block", 1, 3), smem=smem[0] if smem else None,
+        cluster=exprs("cluster", 1, 3), requires=requires, tma=tma,
+        text={k: [t for _, t in v] for k, v in values.items() if v},
+    )
+
+
+def _expr(text: str, number: int) -> Expr:
+    try:
+        return Expr(text, names=VARIABLES)
+    except ExprError as e:
+        raise DeclarationError(str(e), number) from None
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas that are not inside parentheses."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        current += ch
+    parts.append(current)
+    return [p.strip() for p in parts]
+
+
+def _parse_tma(text: str, number: int) -> TmaDecl:
+    m = _TMA.match(text.strip())
+    if not m:
+        raise DeclarationError("tma must read 'A|B|C box(inner, outer) swizzle(0|32|64|128)'", number)
+    box = _split_top(m.group(2))
+    if len(box) != 2:
+        raise DeclarationError("tma box takes two values: (inner, outer)", number)
+    swizzle = int(m.group(3) or 0)
+    if swizzle not in (0, 32, 64, 128):
+        raise DeclarationError(f"tma swizzle must be 0, 32, 64 or 128 bytes, got {swizzle}", number)
+    return TmaDecl(m.group(1), (_expr(box[0], number), _expr(box[1], number)), swizzle)
+
+
+def source_hash(source: str) -> str:
+    """Content hash identifying a candidate (the source text is the candidate)."""
+    return hashlib.sha256(source.encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One kernel: its source and where it came from. Identified by the hash of the source."""
+    source: str
+    family: str | None = None
+    params_json: str = "{}"  # template parameters, canonical JSON
+    operator: str = "seed"
+    parents: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return source_hash(self.source)
+
+    @property
+    def params(self) -> dict:
+        return json.loads(self.params_json)
+
+    @property
+    def declaration(self) -> LaunchDecl:
+        return parse_declaration(self.source)
+
+    @staticmethod
+    def make(source: str, *, family: str | None = None, params: dict | None = None,
+             operator: str = "seed", parents: tuple[str, ...] = ()) -> "Candidate":
+        return Candidate(source, family, json.dumps(params or {}, sort_keys=True), operator, tuple(parents))
