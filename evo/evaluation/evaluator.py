@@ -1,0 +1,235 @@
+"""Parent side: the whole evaluation pipeline for (candidate, shape) pairs.
+
+static checks -> compile (process pool, cache) -> worker (correctness, timing, libraries beside)
+-> fitness = best library time / kernel time, on the same GPU and in the same timing mode.
+Everything is written to the archive as it finishes.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from archive.store import Archive, Records
+from evo.compiler import CompileResult, Compiler, Resources
+from evo.config import EvaluatorConfig
+from evo.evaluation.pool import Job, WorkerPool
+from evo.evaluation.records import DeviceInfo, KernelResult, LibraryResult, Peaks, Status, Timing
+from evo.kernel import Candidate, LaunchError
+from evo.shapes import Shape
+from evo.static_checks import check_source
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A candidate after static checks and compilation."""
+    candidate: Candidate
+    status: Status | None  # None: ready to run
+    error: str = ""
+    compiled: CompileResult | None = None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    kernel_id: str
+    shape: Shape
+    status: Status
+    error: str = ""
+    timings: tuple[Timing, ...] = ()
+    mode: str = "rotating"
+    best_library: str | None = None
+    best_library_ms: float | None = None
+    library_ms: dict = field(default_factory=dict)
+    roofline_floor_ms: float | None = None
+    max_rel_err: float | None = None
+    resources: Resources | None = None
+    backend: str = "gpu"
+    gpu: str = ""
+    launch: dict | None = None
+    id: int | None = None  # archive row
+
+    @property
+    def timing(self) -> Timing | None:
+        return next((t for t in self.timings if t.mode == self.mode), None)
+
+    @property
+    def time_ms(self) -> float | None:
+        t = self.timing
+        return t.median_ms if t else None
+
+    @property
+    def speedup(self) -> float | None:
+        return self.best_library_ms / self.time_ms if self.ok and self.best_library_ms and self.time_ms else None
+
+    @property
+    def roofline_fraction(self) -> float | None:
+        return self.roofline_floor_ms / self.time_ms if self.ok and self.roofline_floor_ms and self.time_ms else None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK
+
+
+class Evaluator:
+    def __init__(self, cfg: EvaluatorConfig, *, archive: Archive | None = None, run_id: int | None = None,
+                 pool: WorkerPool | None = None, compiler: Compiler | None = None,
+                 log: Callable[[str], None] | None = None):
+        self.cfg = cfg
+        self.log = log or (lambda s: None)
+        self.records = Records(archive) if archive else None
+        self.run_id = run_id
+        self.pool = pool or WorkerPool(backend=cfg.backend, devices=[str(g) for g in cfg.gpus] or None,
+                                       stage_timeout_s=cfg.timeout_s, log=self.log)
+        self.compiler = compiler or Compiler(cache_dir=cfg.cache_dir, timeout_s=cfg.compile_timeout_s,
+                                             workers=cfg.compile_workers)
+        self.backend = cfg.backend
+        self._prepared: dict[str, cf.Future] = {}
+        self._peaks: dict[str, Peaks] = {}
+        self._baselines: dict[tuple, dict[str, float]] = {}
+
+    # ---- setup ----------------------------------------------------------------------------
+    def start(self) -> "Evaluator":
+        infos = self.pool.start().infos
+        missing = []
+        for info in infos:
+            cached = self.records.peaks(info.key, self.backend) if self.records else None
+            if cached:
+                self._peaks[info.key] = cached
+            else:
+                missing.append(info)
+        if missing:
+            self.log("measuring the device's peak rate and bandwidth")
+            for device, reply in self.pool.call_each({"op": "peaks"}).items():
+                info = next(i for i in infos if self.pool.devices[infos.index(i)] == device)
+                peaks = Peaks(**reply["peaks"])
+                self._peaks[info.key] = peaks
+                if self.records:
+                    self.records.put_peaks(info.key, self.backend, peaks, info)
+        return self
+
+    @property
+    def devices(self) -> list[DeviceInfo]:
+        return self.pool.infos
+
+    @property
+    def num_sms(self) -> int:
+        return self.devices[0].num_sms
+
+    def close(self) -> None:
+        self.pool.close()
+        self.compiler.close()
+
+    # ---- compile ahead --------------------------------------------------------------------
+    def prepare(self, candidate: Candidate) -> cf.Future:
+        """Static checks and compile in the background; deduplicated by content hash."""
+        if candidate.id not in self._prepared:
+            self._prepared[candidate.id] = self.compiler._pool.submit(self._prepare, candidate)
+        return self._prepared[candidate.id]
+
+    def _prepare(self, c: Candidate) -> Prepared:
+        rejections = check_source(c.source)
+        if rejections:
+            return Prepared(c, Status.REJECTED, "; ".join(str(r) for r in rejections))
+        r = self.compiler.compile(c.source)
+        if self.records:
+            self.records.add_compile(c.id, r)
+        if r.status == "timeout":
+            return Prepared(c, Status.COMPILE_TIMEOUT, r.log, r)
+        if not r.ok:
+            return Prepared(c, Status.COMPILE_ERROR, r.log, r)
+        return Prepared(c, None, "", r)
+
+    # ---- evaluate -------------------------------------------------------------------------
+    def library_times(self, gpu: str, shape: Shape, mode: str) -> dict[str, float]:
+        key = (gpu, shape, mode)
+        if key not in self._baselines and self.records:
+            found = self.records.baselines(gpu, self.backend, shape, mode)
+            if found:
+                self._baselines[key] = found
+        return self._baselines.get(key, {})
+
+    def _missing_libraries(self, gpu: str, shape: Shape) -> list[str]:
+        have = [self.library_times(gpu, shape, m) for m in self.cfg.modes]
+        return [lib for lib in self.cfg.libraries if any(lib not in h for h in have)]
+
+    def evaluate(self, pairs: Iterable[tuple[Candidate, Shape]], *, meta: Callable[[Candidate], dict] | None = None,
+                 measure_libraries: bool = True) -> Iterator[Evaluation]:
+        """Evaluate each (candidate, shape); yields in completion order, each already archived."""
+        jobs = []
+        for cand, shape in pairs:
+            if self.records:
+                m = meta(cand) if meta else {}
+                self.records.add_kernel(cand, run_id=self.run_id, generation=m.get("generation"), island=m.get("island"))
+            prepared: Prepared = self.prepare(cand).result()
+            early = self._early_failure(prepared, shape)
+            if early:
+                yield self._finish(early, cand, meta)
+                continue
+            decl = cand.declaration
+            try:
+                launch = decl.launch_for(shape, num_sms=self.num_sms).to_json()
+            except LaunchError as e:
+                yield self._finish(self._result(cand, shape, Status.BAD_LAUNCH, str(e), prepared), cand, meta)
+                continue
+            request = {"op": "evaluate", "shape": [shape.M, shape.N, shape.K], "cubin": prepared.compiled.cubin,
+                       "source": cand.source, "launch": launch, "draws": self.cfg.draws, "modes": self.cfg.modes,
+                       "replays": self.cfg.replays, "target_replay_ms": self.cfg.target_replay_ms,
+                       "server_gap_ms": list(self.cfg.server_gap_ms)}
+            prepare = (lambda info, s=shape: {"libraries": self._missing_libraries(info.key, s)}) \
+                if measure_libraries else None
+            jobs.append(Job(request, tag=(cand, shape, prepared), prepare=prepare))
+        for job, reply in self.pool.run(jobs):
+            cand, shape, prepared = job.tag
+            yield self._finish(self._from_reply(reply, cand, shape, prepared), cand, meta)
+
+    def measure_libraries(self, shapes: Iterable[Shape]) -> Iterator[tuple[Shape, list[LibraryResult]]]:
+        """Time the libraries alone (evo bench): one job per shape, spread over the GPUs."""
+        jobs = [Job({"op": "evaluate", "shape": [s.M, s.N, s.K], "cubin": None, "source": None, "launch": None,
+                     "draws": 1, "modes": self.cfg.modes, "replays": self.cfg.replays,
+                     "target_replay_ms": self.cfg.target_replay_ms, "server_gap_ms": list(self.cfg.server_gap_ms),
+                     "libraries": list(self.cfg.libraries)}, tag=s) for s in shapes]
+        for job, reply in self.pool.run(jobs):
+            yield job.tag, self._store_libraries(reply, job.tag)
+
+    def _early_failure(self, p: Prepared, shape: Shape) -> Evaluation | None:
+        if p.status is not None:
+            return self._result(p.candidate, shape, p.status, p.error, p)
+        if not p.candidate.declaration.supports(shape, num_sms=self.num_sms):
+            return self._result(p.candidate, shape, Status.UNSUPPORTED,
+                                "the kernel's '// @evo requires' lines exclude this shape", p)
+        return None
+
+    def _result(self, c: Candidate, shape: Shape, status: Status, error: str, p: Prepared | None) -> Evaluation:
+        res = p.compiled.resources if p and p.compiled else None
+        return Evaluation(c.id, shape, status, error, mode=self.cfg.mode, resources=res, backend=self.backend,
+                          gpu=self.devices[0].key)
+
+    def _store_libraries(self, reply: dict, shape: Shape) -> list[LibraryResult]:
+        libs = [LibraryResult.from_json(d) for d in reply.get("libraries", [])]
+        gpu = reply.get("gpu") or self.devices[0].key
+        for lib in libs:
+            if self.records:
+                self.records.put_baseline(gpu, self.backend, shape, lib)
+            if lib.status == "ok" and lib.timing:
+                self._baselines.setdefault((gpu, shape, lib.mode), {})[lib.library] = lib.timing.median_ms
+        return libs
+
+    def _from_reply(self, reply: dict, c: Candidate, shape: Shape, p: Prepared) -> Evaluation:
+        if "harness_error" in reply:
+            return self._result(c, shape, Status.WORKER_ERROR, reply["harness_error"] + "\n" + reply.get("trace", ""), p)
+        k = KernelResult.from_json(reply["kernel"])
+        self._store_libraries(reply, shape)
+        libs = self.library_times(k.gpu, shape, self.cfg.mode)
+        best = min(libs, key=libs.get) if libs else None
+        peaks = self._peaks.get(k.gpu)
+        return Evaluation(c.id, shape, k.status, k.error, k.timings, self.cfg.mode, best, libs.get(best) if best else None,
+                          dict(libs), peaks.floor_ms(shape.flops, shape.min_bytes) if peaks else None, k.max_rel_err,
+                          p.compiled.resources if p.compiled else None, k.backend, k.gpu, k.launch)
+
+    def _finish(self, e: Evaluation, c: Candidate, meta) -> Evaluation:
+        if not self.records:
+            return e
+        m = meta(c) if meta else {}
+        row = self.records.add_evaluation(e, run_id=self.run_id, operator=c.operator, generation=m.get("generation"),
+                                          island=m.get("island"))
+        return Evaluation(**{**e.__dict__, "id": row})

@@ -1,0 +1,94 @@
+"""Worker side: the libraries timed beside a candidate, and the device's measured ceilings.
+
+torch.matmul, cuBLASLt through nvmath-python with its first heuristic algorithm, and cuBLASLt
+after nvmath's autotuning. Each is timed by the same code (gpu_timing) on the same buffer sets
+as the kernels, and checked against the fp32 reference once.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from evo.evaluation.records import LibraryResult, Peaks
+from evo.evaluation.tolerance import error_stats, verdict
+
+
+def _torch_call(sets) -> Callable[[int], None]:
+    return lambda i: torch.matmul(sets.A[i], sets.B[i], out=sets.C[i])
+
+
+def _nvmath_call(sets, autotune: bool, stream) -> tuple[Callable[[int], None], str]:
+    from nvmath.linalg.advanced import Matmul
+    mm = Matmul(sets.A[0], sets.B[0], stream=stream)
+    algorithms = mm.plan(stream=stream)
+    if autotune:
+        mm.autotune(iterations=10, stream=stream)
+        algorithms = mm.algorithms if hasattr(mm, "algorithms") else algorithms
+    detail = f"{len(algorithms)} algorithms considered" + ("; autotuned (10 iterations)" if autotune else "; first heuristic")
+    outs = {}
+
+    def call(i: int) -> None:
+        mm.reset_operands(a=sets.A[i], b=sets.B[i], stream=stream)
+        outs[i % 2] = mm.execute(stream=stream)  # keep the last results alive while they are being written
+    call.matmul = mm  # type: ignore[attr-defined]
+    return call, detail
+
+
+def measure(harness, M: int, N: int, K: int, libraries: list[str], modes: list[str], req: dict,
+            progress: Callable[[str], None]) -> list[LibraryResult]:
+    from evo.evaluation.gpu_harness import TimingSets, reference
+    results = []
+    sets = TimingSets(harness, M, N, K, modes)
+    for lib in libraries:
+        progress(f"baseline {lib}")
+        detail = ""
+        try:
+            if lib == "torch":
+                call = _torch_call(sets)
+            else:
+                call, detail = _nvmath_call(sets, lib == "cublaslt_autotuned", harness.stream)
+            # check the library's own result once (a broken baseline would flatter every kernel)
+            with torch.cuda.stream(harness.stream):
+                sets.C[0].fill_(float("nan"))
+                call(0)
+                out = sets.C[0] if lib == "torch" else call.matmul.execute(stream=harness.stream)
+                reason = verdict(error_stats(out.float(), reference(sets.A[0], sets.B[0])))
+            if reason:
+                results += [LibraryResult(lib, m, "error", error=f"library result rejected: {reason}") for m in modes]
+                continue
+            try:
+                timings, _ = sets.time_all(call, req)
+            except Exception as e:  # not capturable into a graph: time a loop with events instead
+                torch.cuda.synchronize()
+                timings, _ = sets.time_all(call, req, capturable=False)
+                detail += f"; timed without graphs ({type(e).__name__})"
+            results += [LibraryResult(lib, t.mode, "ok", timing=t, detail=detail) for t in timings]
+        except Exception as e:
+            results += [LibraryResult(lib, m, "error", error=f"{type(e).__name__}: {e}"[:500]) for m in modes]
+    return results
+
+
+def peaks(harness) -> Peaks:
+    """Measured fp16 tensor-core rate (random data, best of two sizes) and copy bandwidth."""
+    from evo.evaluation.gpu_timing import time_graph
+    s = harness.stream
+    best_tflops = 0.0
+    for n in (8192, 12288):
+        with torch.cuda.stream(s):
+            a = torch.randn(n, n, dtype=torch.float16, device="cuda")
+            b = torch.randn(n, n, dtype=torch.float16, device="cuda")
+            c = torch.empty(n, n, dtype=torch.float16, device="cuda")
+        t = time_graph(lambda i: torch.matmul(a, b, out=c), mode="hot", launches=5, sets=1, replays=5,
+                       stream=s, clock=harness.clock)
+        best_tflops = max(best_tflops, 2 * n ** 3 / (t.median_ms * 1e-3) / 1e12)
+        del a, b, c
+    nbytes = 1 << 31
+    with torch.cuda.stream(s):
+        x = torch.empty(nbytes // 2, dtype=torch.float16, device="cuda").normal_()
+        y = torch.empty_like(x)
+    t = time_graph(lambda i: y.copy_(x), mode="hot", launches=10, sets=1, replays=5, stream=s, clock=harness.clock)
+    bandwidth = 2 * nbytes / (t.median_ms * 1e-3) / 1e9
+    del x, y
+    torch.cuda.empty_cache()
+    return Peaks(tflops=best_tflops, bandwidth_gbs=bandwidth)

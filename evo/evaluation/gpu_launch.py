@@ -1,0 +1,123 @@
+"""Worker side: load a cubin, build TMA tensor maps, launch through the driver API.
+
+Launches go through cuda.bindings' cuLaunchKernelEx (cluster dimensions, tensor maps passed by
+value) on whatever stream is current, so the same call is captured into CUDA graphs.
+Imported only inside GPU worker processes.
+"""
+from __future__ import annotations
+
+import ctypes
+
+from cuda.bindings import driver as cu
+
+# Errors after which the CUDA context is unusable: the worker reports them, then restarts.
+STICKY = {
+    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_ILLEGAL_STATE", "CUDA_ERROR_ECC_UNCORRECTABLE",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_CONTEXT_IS_DESTROYED", "CUDA_ERROR_UNKNOWN",
+    "CUDA_ERROR_TENSOR_MEMORY_LEAK", "CUDA_ERROR_MPS_SERVER_NOT_READY",
+}
+
+
+class CudaError(RuntimeError):
+    def __init__(self, where: str, result):
+        self.name = getattr(result, "name", str(result))
+        _, text = cu.cuGetErrorString(result)
+        self.text = text.decode() if isinstance(text, bytes) else str(text)
+        self.sticky = self.name in STICKY
+        super().__init__(f"{where}: {self.name} ({self.text})")
+
+
+def check(result_tuple, where: str):
+    """cuda.bindings calls return (CUresult, *values); raise on error, return the values."""
+    err, *values = result_tuple if isinstance(result_tuple, tuple) else (result_tuple,)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise CudaError(where, err)
+    return values[0] if len(values) == 1 else values
+
+
+_SWIZZLE = {
+    0: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE, 32: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_32B,
+    64: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B, 128: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+}
+
+
+def encode_tensor_map(ptr: int, spec: dict) -> ctypes.Array:
+    """A 2D fp16 row-major tensor map (dims inner-first) as 128 raw bytes, ready to pass by value."""
+    inner, outer = spec["dims"]
+    box_inner, box_outer = spec["box"]
+    tmap = check(cu.cuTensorMapEncodeTiled(
+        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ptr,
+        [cu.cuuint64_t(inner), cu.cuuint64_t(outer)], [cu.cuuint64_t(inner * 2)],
+        [cu.cuuint32_t(box_inner), cu.cuuint32_t(box_outer)], [cu.cuuint32_t(1), cu.cuuint32_t(1)],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, _SWIZZLE[spec["swizzle"]],
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), f"tensor map of {spec['operand']}")
+    raw = (ctypes.c_ubyte * 128)()
+    ctypes.memmove(raw, tmap.getPtr(), 128)
+    return raw
+
+
+class KernelArgs:
+    """The parameter block of one launch: keeps the ctypes values alive, exposes void*[]."""
+
+    def __init__(self, a: int, b: int, c: int, m: int, n: int, k: int, tensor_maps: list[dict]):
+        ptrs = {"A": a, "B": b, "C": c}
+        self.values = [ctypes.c_void_p(a), ctypes.c_void_p(b), ctypes.c_void_p(c),
+                       ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
+        self.values += [encode_tensor_map(ptrs[t["operand"]], t) for t in tensor_maps]
+        self.array = (ctypes.c_void_p * len(self.values))(*[ctypes.addressof(v) for v in self.values])
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self.array)
+
+
+class LoadedKernel:
+    """A module loaded from a cubin, with its launch configuration for one shape."""
+
+    def __init__(self, cubin: bytes, launch: dict):
+        self.launch_cfg = launch
+        self.module = check(cu.cuModuleLoadData(cubin), "loading the cubin")
+        self.function = check(cu.cuModuleGetFunction(self.module, b"hgemm"), "finding hgemm")
+        smem = int(launch["smem"])
+        if smem > 48 * 1024:
+            check(cu.cuFuncSetAttribute(
+                self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
+                f"allowing {smem} bytes of dynamic shared memory")
+        cluster = launch.get("cluster")
+        if cluster and cluster[0] * cluster[1] * cluster[2] > 8:
+            check(cu.cuFuncSetAttribute(
+                self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                "allowing a non-portable cluster size")
+        self.registers = check(cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS,
+                                                     self.function), "reading registers")
+
+    def args(self, a: int, b: int, c: int, m: int, n: int, k: int) -> KernelArgs:
+        return KernelArgs(a, b, c, m, n, k, self.launch_cfg.get("tensor_maps", []))
+
+    def launch(self, args: KernelArgs, stream: int) -> None:
+        g, b = self.launch_cfg["grid"], self.launch_cfg["block"]
+        config = cu.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = g
+        config.blockDimX, config.blockDimY, config.blockDimZ = b
+        config.sharedMemBytes = int(self.launch_cfg["smem"])
+        config.hStream = cu.CUstream(stream)
+        cluster = self.launch_cfg.get("cluster")
+        if cluster:
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+            config.attrs = [attr]
+            config.numAttrs = 1
+        else:
+            config.numAttrs = 0
+        check(cu.cuLaunchKernelEx(config, self.function, args.address, 0), "launching hgemm")
+
+    def unload(self) -> None:
+        cu.cuModuleUnload(self.module)
+
+
+def synchronize(stream: int) -> None:
+    check(cu.cuStreamSynchronize(cu.CUstream(stream)), "running hgemm")

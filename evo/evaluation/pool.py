@@ -1,0 +1,186 @@
+"""Parent side: one worker process per GPU; jobs dispatched to idle workers; every failure contained.
+
+A job that sends no message for `stage_timeout_s` (a hang) gets its worker killed and the
+status "timeout"; a worker that dies or loses its context is restarted, and the next job is
+evaluated normally. The parent never initialises CUDA.
+"""
+from __future__ import annotations
+
+import collections
+import multiprocessing as mp
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any, Callable, Iterable, Iterator
+
+from evo.errors import GpuUnavailable
+from evo.evaluation.records import DeviceInfo, KernelResult, Status
+
+
+@dataclass
+class Job:
+    request: dict  # the message to the worker, without "id"
+    tag: Any = None  # the caller's handle for this job
+    prepare: Callable[[DeviceInfo], dict] | None = field(default=None, repr=False)  # per-worker additions
+    device: str | None = None  # run only on this GPU (None: any)
+
+
+def visible_gpus() -> list[str]:
+    """Device ids of the GPUs this process may use, without initialising CUDA here."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None and env.strip():
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [l.strip() for l in out.stdout.splitlines() if l.strip().isdigit()] if out.returncode == 0 else []
+
+
+class _Worker:
+    def __init__(self, ctx, device: str, backend: str, start_timeout_s: float):
+        from evo.evaluation.worker import worker_main
+        self.device = device
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=worker_main, args=(child, device, backend), daemon=True,
+                                name=f"evo-worker-{device}")
+        self.proc.start()
+        child.close()
+        if not self.conn.poll(start_timeout_s):
+            self.kill()
+            raise GpuUnavailable(f"the worker for GPU {device} did not start within {start_timeout_s:g} s")
+        try:
+            msg = self.conn.recv()
+        except (EOFError, OSError):
+            msg = {"type": "startup_error", "error": f"the process exited with code {self.proc.exitcode}"}
+        if msg["type"] != "ready":
+            self.kill()
+            raise GpuUnavailable(f"the worker for GPU {device} could not start: {msg.get('error')}\n{msg.get('trace', '')}")
+        self.info = DeviceInfo(**msg["info"])
+        self.job: Job | None = None
+        self.job_id = 0
+        self.deadline = 0.0
+        self.stage = ""
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=10)
+        self.conn.close()
+
+
+class WorkerPool:
+    def __init__(self, *, backend: str = "gpu", devices: list[str] | None = None, stage_timeout_s: float = 60.0,
+                 start_timeout_s: float = 600.0, log: Callable[[str], None] | None = None):
+        self.backend = backend
+        if devices is None or not devices:
+            devices = visible_gpus() if backend == "gpu" else ["sim0"]
+        if not devices:
+            raise GpuUnavailable("no NVIDIA GPU is visible here: run on a GPU machine, or use evaluator=simulated "
+                                 "for a dry run with modelled (not measured) times")
+        self.devices = [str(d) for d in devices]
+        self.stage_timeout_s = stage_timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.log = log or (lambda s: None)
+        self._ctx = mp.get_context("spawn")
+        self._workers: list[_Worker] = []
+        self._next_id = 0
+        self.restarts = 0
+
+    def start(self) -> "WorkerPool":
+        if not self._workers:
+            self._workers = [_Worker(self._ctx, d, self.backend, self.start_timeout_s) for d in self.devices]
+        return self
+
+    @property
+    def infos(self) -> list[DeviceInfo]:
+        return [w.info for w in self.start()._workers]
+
+    def close(self) -> None:
+        for w in self._workers:
+            try:
+                w.conn.send({"op": "exit"})
+            except (OSError, BrokenPipeError):
+                pass
+        for w in self._workers:
+            w.proc.join(timeout=5)
+            w.kill()
+        self._workers = []
+
+    def __enter__(self) -> "WorkerPool":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _restart(self, i: int, why: str) -> None:
+        old = self._workers[i]
+        old.kill()
+        self.restarts += 1
+        self.log(f"restarting the worker of GPU {old.device}: {why}")
+        self._workers[i] = _Worker(self._ctx, old.device, self.backend, self.start_timeout_s)
+
+    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, dict]]:
+        """Yield (job, reply) as jobs finish, in completion order."""
+        self.start()
+        pending = collections.deque(jobs)
+        while pending or any(w.job for w in self._workers):
+            for w in self._workers:
+                job = next((j for j in pending if j.device in (None, w.device)), None) if w.job is None else None
+                if job is not None:
+                    pending.remove(job)
+                    self._next_id += 1
+                    msg = dict(job.request)
+                    if job.prepare:
+                        msg.update(job.prepare(w.info))
+                    msg["id"] = w.job_id = self._next_id
+                    w.job, w.stage, w.deadline = job, "sent", time.monotonic() + self.stage_timeout_s
+                    try:
+                        w.conn.send(msg)
+                    except (OSError, BrokenPipeError):
+                        pass  # noticed below as a dead worker
+            busy = [w for w in self._workers if w.job]
+            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            ready = wait([w.conn for w in busy], timeout=timeout)
+            for i, w in enumerate(self._workers):
+                if not w.job:
+                    continue
+                if w.conn in ready:
+                    try:
+                        msg = w.conn.recv()
+                    except (EOFError, OSError):
+                        job, w.job = w.job, None
+                        yield job, _failure(Status.FAULT, f"the worker process died during '{w.stage}' "
+                                                          f"(exit code {w.proc.exitcode})", w.info)
+                        self._restart(i, "its process died")
+                        continue
+                    if msg.get("id") != w.job_id:
+                        continue  # a late message of a job already given up on
+                    if msg["type"] == "progress":
+                        w.stage, w.deadline = msg["stage"], time.monotonic() + self.stage_timeout_s
+                    elif msg["type"] == "result":
+                        job, w.job = w.job, None
+                        yield job, msg
+                        if msg.get("context_lost"):
+                            self._restart(i, "the kernel faulted and its CUDA context is lost")
+                elif time.monotonic() >= w.deadline:
+                    job, w.job = w.job, None
+                    yield job, _failure(Status.TIMEOUT, f"no progress for {self.stage_timeout_s:g} s during "
+                                                        f"'{w.stage}' (a hang): the worker was killed", w.info)
+                    self._restart(i, "a job timed out")
+
+    def call_each(self, request: dict) -> dict[str, dict]:
+        """Run one request on every worker; replies by device."""
+        jobs = [Job(request, tag=w.device, device=w.device) for w in self.start()._workers]
+        return {job.tag: reply for job, reply in self.run(jobs)}
+
+
+def _failure(status: Status, error: str, info: DeviceInfo) -> dict:
+    return {"type": "result", "gpu": info.key, "libraries": [],
+            "kernel": KernelResult(status, error, backend=info.backend, gpu=info.key).to_json()}

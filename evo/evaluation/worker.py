@@ -1,0 +1,57 @@
+"""The GPU worker process: one per GPU, fed requests through a pipe by the WorkerPool.
+
+Messages in:  {"op": "evaluate" | "peaks" | "exit", "id": ..., ...}
+Messages out: {"type": "ready", "info": DeviceInfo} once, then for each request any number of
+{"type": "progress", "id", "stage"} and one {"type": "result", "id", ...}. After a fault the
+worker answers, then exits: its CUDA context cannot be trusted any more.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from dataclasses import asdict
+
+
+def worker_main(conn, device: str, backend: str = "gpu") -> None:
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(device)  # before CUDA is initialised in this process
+    os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
+    try:
+        if backend == "simulated":
+            from evo.evaluation.simulated import ContextLost, SimulatedHarness
+            harness = SimulatedHarness(device)
+        else:
+            from evo.evaluation.gpu_harness import ContextLost, GpuHarness
+            harness = GpuHarness()
+    except Exception as e:
+        conn.send({"type": "startup_error", "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()})
+        return
+    conn.send({"type": "ready", "info": asdict(harness.info)})
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        op, rid = msg.get("op"), msg.get("id")
+        if op == "exit":
+            return
+
+        def progress(stage: str) -> None:
+            conn.send({"type": "progress", "id": rid, "stage": stage})
+
+        try:
+            if op == "evaluate":
+                payload = harness.evaluate(msg, progress)
+            elif op == "peaks":
+                payload = {"peaks": asdict(harness.peaks())}
+            else:
+                payload = {"error": f"unknown op {op!r}"}
+            conn.send({"type": "result", "id": rid, "gpu": harness.info.key, **payload})
+        except ContextLost as e:
+            conn.send({"type": "result", "id": rid, "gpu": harness.info.key, "kernel": e.result.to_json(),
+                       "libraries": [], "context_lost": True})
+            sys.stdout.flush()
+            os._exit(3)
+        except Exception as e:
+            conn.send({"type": "result", "id": rid, "gpu": harness.info.key, "harness_error": f"{type(e).__name__}: {e}",
+                       "trace": traceback.format_exc()[-3000:]})
