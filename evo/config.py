@@ -5,6 +5,7 @@ Types are checked by OmegaConf when the config is composed; ranges and choices a
 """
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -16,8 +17,9 @@ from evo.errors import ConfigError
 @dataclass
 class ShapesConfig:
     name: str = MISSING
-    list: list[str] = field(default_factory=list)  # "MxNxK" entries
-    grid: list[int] = field(default_factory=list)  # cubic grid of sizes
+    list: builtins.list[str] = field(default_factory=builtins.list)  # "MxNxK" entries
+    grid: builtins.list[int] = field(default_factory=builtins.list)  # cubic grid of sizes (the field above
+    # shadows the builtin `list` inside this class, hence `builtins.list`)
 
 
 @dataclass
@@ -95,7 +97,7 @@ class ArchiveConfig:
 @dataclass
 class SweepConfig:
     budget: int = 200  # configurations per family (exhaustive when the genome is smaller)
-    sample: str = "random"  # random | exhaustive
+    sample: str = "random"  # random | exhaustive | shortlist (each family's heuristic picks)
 
 
 @dataclass
@@ -183,7 +185,7 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _at_least("evaluator.compile_timeout_s", c.evaluator.compile_timeout_s, 1)
     for lib in c.evaluator.libraries:
         _choice("evaluator.libraries", lib, ("torch", "cublaslt_heuristic", "cublaslt_autotuned"))
-    _choice("sweep.sample", c.sweep.sample, ("random", "exhaustive"))
+    _choice("sweep.sample", c.sweep.sample, ("random", "exhaustive", "shortlist"))
     _at_least("sweep.budget", c.sweep.budget, 1)
     if c.family is not None:
         from evo.families import FAMILIES

@@ -27,6 +27,15 @@ class Family:
     _problem: Callable[[Params], str | None] = field(repr=False)
     _derive: Callable[[Params], dict[str, str]] = field(repr=False)  # template values beyond the params
     default: Params = field(default_factory=dict)
+    _suggest: Callable[[int, int, int, int], list[Params]] | None = field(default=None, repr=False)
+
+    def suggest(self, M: int, N: int, K: int, num_sms: int = 132, limit: int = 8) -> list[Params]:
+        """A shortlist of promising configurations for one shape (a heuristic, like a library's)."""
+        out: list[Params] = []
+        for p in (self._suggest(M, N, K, num_sms) if self._suggest else []) + [self.default]:
+            if self.valid(p) and p not in out:
+                out.append(p)
+        return out[:limit]
 
     def problem(self, params: Params) -> str | None:
         """Why these parameters are invalid, or None if they are valid."""
@@ -70,6 +79,24 @@ class Family:
             return sum(p[k] != params.get(k) for k in self.space)
         best = min(distance(p) for p in self.all_valid)
         return dict(rng.choice([p for p in self.all_valid if distance(p) == best]))
+
+
+def split_for(tiles: int, k_tiles: int, num_sms: int, cap: int = 32, min_k_tiles: int = 4) -> int:
+    """Split K until the tiles fill the GPU, keeping at least `min_k_tiles` k-steps per split."""
+    split = 1
+    while tiles * split * 2 <= num_sms and k_tiles // (split * 2) >= min_k_tiles and split * 2 <= cap:
+        split *= 2
+    return split
+
+
+def tile_score(M: int, N: int, bm: int, bn: int, split: int, num_sms: int) -> float:
+    """Useful fraction of issued work (padding waste, wave quantization), discounted for small tiles,
+    which re-read their operands more often (intensity bm*bn/(bm+bn) relative to a 128x256 tile)."""
+    tm, tn = -(-M // bm), -(-N // bn)
+    work = tm * tn * split
+    waves = -(-work // num_sms)
+    intensity = min(1.0, (bm * bn / (bm + bn)) / (128 * 256 / 384)) ** 0.5
+    return (M * N) / (tm * bm * tn * bn) * work / (waves * num_sms) * intensity
 
 
 def splitk_snippet(split_k: int) -> str:

@@ -1,5 +1,5 @@
 """Family "ampere": mma.sync tensor-core kernel with a cp.async pipeline."""
-from evo.families._family import Family, Params, splitk_requires, splitk_snippet
+from evo.families._family import Family, Params, split_for, splitk_requires, splitk_snippet, tile_score
 
 SMEM_LIMIT = 232448
 
@@ -24,6 +24,17 @@ def _problem(p: Params) -> str | None:
     return None
 
 
+def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
+    out = []
+    for bm, bn, bk, wm, wn, stages in ((128, 128, 32, 64, 64, 4), (128, 256, 32, 64, 64, 3), (64, 128, 32, 32, 64, 4),
+                                       (64, 64, 64, 32, 32, 4), (32, 64, 64, 32, 32, 4), (128, 64, 64, 64, 32, 3)):
+        tiles = -(-M // bm) * -(-N // bn)
+        split = split_for(tiles, -(-K // bk), num_sms, cap=16)
+        p = {"BM": bm, "BN": bn, "BK": bk, "WM": wm, "WN": wn, "STAGES": stages, "SPLIT_K": split, "GROUP_M": 8}
+        out.append((tile_score(M, N, bm, bn, split, num_sms), p))
+    return [p for _, p in sorted(out, key=lambda x: -x[0])]
+
+
 AMPERE = Family(
     name="ampere",
     description="mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, swizzled smem, split-K",
@@ -35,4 +46,5 @@ AMPERE = Family(
                        "SPLITK": splitk_snippet(p["SPLIT_K"]),
                        "SPLITK_REQUIRES": splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])},
     default={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "SPLIT_K": 1, "GROUP_M": 8},
+    _suggest=_suggest,
 )

@@ -1,5 +1,5 @@
 """Family "hopper": TMA + wgmma, warp-specialized producer/consumers, persistent (sm_90a)."""
-from evo.families._family import Family, Params, splitk_requires, splitk_snippet
+from evo.families._family import Family, Params, split_for, splitk_requires, splitk_snippet, tile_score
 
 SMEM_LIMIT = 232448
 
@@ -49,6 +49,22 @@ def _derive(p: Params) -> dict[str, str]:
     }
 
 
+def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
+    k_tiles = -(-K // 64)
+    out = []
+    for bm, bn, consumers in ((128, 256, 2), (256, 128, 2), (128, 128, 2), (128, 128, 1), (128, 192, 2),
+                              (64, 256, 1), (64, 128, 1), (64, 64, 1), (128, 64, 1)):
+        tiles = -(-M // bm) * -(-N // bn)
+        split = split_for(tiles, k_tiles, num_sms)
+        p = {"BM": bm, "BN": bn, "CONSUMERS": consumers, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": split, "PERSISTENT": 1}
+        for stages in (5, 4, 3):
+            p["STAGES"] = stages
+            if _problem(p) is None:
+                break
+        out.append((tile_score(M, N, bm, bn, split, num_sms) * (1 + 0.1 * (bm * bn >= 128 * 256)), p))
+    return [p for _, p in sorted(out, key=lambda x: -x[0])]
+
+
 HOPPER = Family(
     name="hopper",
     description="TMA + mbarrier pipeline + wgmma, producer/consumer warpgroups, persistent, split-K",
@@ -58,4 +74,5 @@ HOPPER = Family(
     _problem=_problem,
     _derive=_derive,
     default={"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": 1, "PERSISTENT": 1},
+    _suggest=_suggest,
 )

@@ -1,0 +1,44 @@
+"""Tables that summarise speedups by FLOP bucket (used by sweep, run and report)."""
+from __future__ import annotations
+
+import math
+
+from evo.shapes import BUCKETS, Shape
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def bucket_table(best: dict[Shape, dict]) -> list[dict]:
+    """best: shape -> {"speedup": x, "roofline_fraction": y}; one row per FLOP bucket plus 'all'."""
+    rows = []
+    for label, _, _ in BUCKETS + (("all", 0, 0),):
+        items = [v for s, v in best.items() if label == "all" or s.bucket == label]
+        if not items:
+            continue
+        speedups = [v.get("speedup") for v in items]
+        rows.append({"bucket": label, "shapes": len(items),
+                     "covered": sum(1 for x in speedups if x),
+                     "geomean_speedup": geomean(speedups),
+                     "min_speedup": min((x for x in speedups if x), default=None),
+                     "max_speedup": max((x for x in speedups if x), default=None),
+                     "median_roofline": _median([v.get("roofline_fraction") for v in items])})
+    return rows
+
+
+def _median(values: list) -> float | None:
+    values = sorted(v for v in values if v)
+    return values[len(values) // 2] if values else None
+
+
+def format_bucket_table(rows: list[dict]) -> str:
+    lines = [f"{'FLOP bucket':<14} {'shapes':>6} {'covered':>7} {'geomean vs best lib':>20} {'min':>6} {'max':>6} "
+             f"{'median roofline':>16}"]
+    for r in rows:
+        def f(x, spec=".3f"):
+            return format(x, spec) if x is not None else "-"
+        lines.append(f"{r['bucket']:<14} {r['shapes']:>6} {r['covered']:>7} {f(r['geomean_speedup']):>20} "
+                     f"{f(r['min_speedup'], '.2f'):>6} {f(r['max_speedup'], '.2f'):>6} {f(r['median_roofline']):>16}")
+    return "\n".join(lines)
