@@ -13,6 +13,7 @@ from typing import Callable, Iterable, Iterator
 from archive.store import Archive, Records
 from evo.compiler import CompileResult, Compiler, Resources
 from evo.config import EvaluatorConfig
+from evo.errors import GpuUnavailable
 from evo.evaluation.pool import Job, WorkerPool
 from evo.evaluation.records import DeviceInfo, KernelResult, LibraryResult, Peaks, Status, Timing
 from evo.kernel import Candidate, LaunchError
@@ -101,6 +102,9 @@ class Evaluator:
             self.log("measuring the device's peak rate and bandwidth")
             for device, reply in self.pool.call_each({"op": "peaks"}).items():
                 info = next(i for i in infos if self.pool.devices[infos.index(i)] == device)
+                if "peaks" not in reply:
+                    raise GpuUnavailable(f"measuring the peaks of GPU {device} failed: {reply.get('harness_error')}\n"
+                                         f"{reply.get('trace', '')}")
                 peaks = Peaks(**reply["peaks"])
                 self._peaks[info.key] = peaks
                 if self.records:
