@@ -68,6 +68,8 @@ def time_graph(call: Callable[[int], None], *, mode: str, launches: int, sets: i
     """Capture `launches` calls (call(i) uses buffer set i % sets) into one graph and time replays."""
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.stream(stream):
+        call(0)  # outside the capture: library handles, workspaces and lazy module loading happen here
+        stream.synchronize()
         with torch.cuda.graph(graph, stream=stream):
             for i in range(launches):
                 call(i % sets)
