@@ -6,6 +6,7 @@ import datetime as _dt
 import json
 import socket
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -27,6 +28,8 @@ class Archive:
     def __init__(self, db: sqlite_utils.Database, path: Path):
         self.db = db
         self.path = path
+        self._lock = threading.RLock()
+        self._depth = 0
 
     # ---- opening -------------------------------------------------------------------------
     @classmethod
@@ -68,7 +71,7 @@ class Archive:
                                f"up to {target}): upgrade evo to open it")
         for number in range(version + 1, target + 1):
             name, migrate = migrations[number - 1]
-            with self.db.conn:
+            with self.transaction():
                 if number == 1:
                     self.db.execute("create table meta (key text primary key, value text)")
                     self.db.execute("insert into meta values ('application', ?)", [APP_ID])
@@ -88,15 +91,29 @@ class Archive:
     # ---- writing -------------------------------------------------------------------------
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """All writes inside commit together or not at all."""
-        with self.db.conn:
-            yield
+        """All writes inside commit together or not at all (re-entrant, thread-safe).
+
+        An explicit BEGIN: sqlite-utils commits implicit transactions after each statement."""
+        with self._lock:
+            if self._depth == 0:
+                self.db.conn.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.db.conn.execute("ROLLBACK")
+                raise
+            self._depth -= 1
+            if self._depth == 0:
+                self.db.conn.execute("COMMIT")
 
     def _insert(self, table: str, record: dict[str, Any], *, replace: bool = False, ignore: bool = False) -> int:
         cols = ", ".join(f"[{k}]" for k in record)
         marks = ", ".join("?" for _ in record)
         verb = "insert or replace" if replace else "insert or ignore" if ignore else "insert"
-        cur = self.db.execute(f"{verb} into [{table}] ({cols}) values ({marks})", list(record.values()))
+        cur = self.db.conn.execute(f"{verb} into [{table}] ({cols}) values ({marks})", list(record.values()))
         return cur.lastrowid
 
     def insert(self, table: str, record: dict[str, Any], *, replace: bool = False, ignore: bool = False) -> int:
@@ -139,7 +156,7 @@ class Archive:
 
     # ---- state for resume ----------------------------------------------------------------
     def put_state(self, run_id: int, key: str, value: Any) -> None:
-        self._insert("run_state", {"run_id": run_id, "key": key, "value_json": json.dumps(value),
+        self.insert("run_state", {"run_id": run_id, "key": key, "value_json": json.dumps(value),
                                    "updated_at": now()}, replace=True)
 
     def get_state(self, run_id: int, key: str, default: Any = None) -> Any:

@@ -135,8 +135,6 @@ class Evaluator:
         if rejections:
             return Prepared(c, Status.REJECTED, "; ".join(str(r) for r in rejections))
         r = self.compiler.compile(c.source)
-        if self.records:
-            self.records.add_compile(c.id, r)
         if r.status == "timeout":
             return Prepared(c, Status.COMPILE_TIMEOUT, r.log, r)
         if not r.ok:
@@ -165,6 +163,8 @@ class Evaluator:
                 m = meta(cand) if meta else {}
                 self.records.add_kernel(cand, run_id=self.run_id, generation=m.get("generation"), island=m.get("island"))
             prepared: Prepared = self.prepare(cand).result()
+            if self.records and prepared.compiled:
+                self.records.add_compile(cand.id, prepared.compiled)
             early = self._early_failure(prepared, shape)
             if early:
                 yield self._finish(early, cand, meta)
