@@ -82,7 +82,7 @@ class LoadedKernel:
         self.module = check(cu.cuModuleLoadData(cubin), "loading the cubin")
         self.function = check(cu.cuModuleGetFunction(self.module, b"hgemm"), "finding hgemm")
         smem = int(launch["smem"])
-        if smem > 48 * 1024:
+        if smem > 0:  # static + dynamic over 48 KiB needs the opt-in, so always declare it
             check(cu.cuFuncSetAttribute(
                 self.function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
                 f"allowing {smem} bytes of dynamic shared memory")

@@ -107,5 +107,5 @@ def splitk_requires(split_k: int, bm: int, bn: int) -> str:
     """Declaration lines that keep a split-K kernel within its workspace and counters."""
     if split_k == 1:
         return ""
-    return (f"\n// @evo requires = cdiv(M, {bm}) * cdiv(N, {bn}) * {split_k * bm * bn} <= 8388608"
+    return (f"\n// @evo requires = cdiv(M, {bm}) * cdiv(N, {bn}) * {bm * bn} <= 8388608"
             f"\n// @evo requires = cdiv(M, {bm}) * cdiv(N, {bn}) <= 65536")

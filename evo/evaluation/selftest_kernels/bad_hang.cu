@@ -2,12 +2,13 @@
 #include <cuda_fp16.h>
 // @evo grid  = cdiv(N, 16), cdiv(M, 16), 1
 // @evo block = 16, 16, 1
+__device__ volatile int never_set = 0;
+
 extern "C" __global__ void hgemm(const half* A, const half* B, half* C, int M, int N, int K) {
     const int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
     if (r >= M || c >= N) return;
     float acc = 0.f;
-    volatile int spin = 1;
-    while (spin) { }
+    while (never_set == 0) { }  // a volatile global: the compiler must re-read it forever
     for (int k = 0; k < K; ++k) acc += __half2float(A[(size_t)r * K + k]) * __half2float(B[(size_t)k * N + c]);
     C[(size_t)r * N + c] = __float2half(acc);
 }
