@@ -42,18 +42,29 @@ def compose(overrides: list[str]):
 
 
 def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    """One line out of Hydra's and OmegaConf's multi-line errors (and their causes)."""
+    texts, cause = [], e
+    while cause is not None and len(texts) < 4:
+        texts.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    lines = [l.strip() for t in texts for l in t.splitlines() if l.strip()]
     if not lines:
         return type(e).__name__
     msg = lines[0]
     if "Could not find" in msg:  # unknown option of a group: list what exists
-        opts = [l for l in lines[1:] if not l.startswith("Available")]
-        return f"{msg.replace(chr(39) + 'config' + chr(39), 'conf')} (available: {', '.join(opts)})" if opts else msg
+        raw = texts[0].splitlines()
+        start = next((i for i, l in enumerate(raw) if l.startswith("Available options")), None)
+        opts = []
+        for l in raw[start + 1:] if start is not None else []:
+            if not l.startswith((" ", "\t")) or not l.strip():
+                break
+            if not l.strip().startswith("base_"):
+                opts.append(l.strip())
+        msg = msg.replace("In 'config': ", "")
+        return f"{msg} (available: {', '.join(opts)})" if opts else msg
     for detail in lines[1:]:
-        if detail.startswith(("Key '", "Value '", "Cannot", "Invalid", "full_key", "Error")):
-            msg += f" ({detail})"
-            break
+        if detail.startswith(("Key '", "Value '", "Cannot", "Invalid", "Error")) and detail not in msg:
+            return f"{msg} {detail}"
     return msg
 
 

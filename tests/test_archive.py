@@ -1,0 +1,77 @@
+import sqlite3
+
+import pytest
+
+from archive import SCHEMA_VERSION, Archive
+from archive.schema import MIGRATIONS
+from evo.errors import ArchiveError
+
+TABLES = {"runs", "kernels", "lineage", "compiles", "evaluations", "baselines", "device_peaks", "elites",
+          "elite_history", "llm_calls", "policy_state", "island_state", "run_state", "meta", "migrations"}
+
+
+def test_new_archive_has_every_table_and_wal(tmp_path):
+    a = Archive.open(tmp_path / "a.sqlite")
+    assert TABLES <= set(a.db.table_names())
+    assert a.schema_version == SCHEMA_VERSION
+    assert a.db.execute("pragma journal_mode").fetchone()[0] == "wal"
+
+
+def test_runs_and_counts(tmp_path):
+    a = Archive.open(tmp_path / "a.sqlite")
+    run = a.start_run(kind="search", config={"x": 1}, seed=3, backend="simulated")
+    a.insert("evaluations", {"run_id": run, "kernel_id": "k", "M": 1, "N": 2, "K": 3, "status": "ok"})
+    (row,) = a.runs()
+    assert row["id"] == run and row["evaluations"] == 1 and row["correct"] == 1 and row["status"] == "running"
+    a.set_run_status(run, "stopped")
+    assert a.run(run)["status"] == "stopped"
+    with pytest.raises(ArchiveError, match="no run 99"):
+        a.run(99)
+
+
+def test_transactions_roll_back_together(tmp_path):
+    a = Archive.open(tmp_path / "a.sqlite")
+    with pytest.raises(RuntimeError):
+        with a.transaction():
+            a._insert("run_state", {"run_id": 1, "key": "a", "value_json": "1"})
+            a._insert("run_state", {"run_id": 1, "key": "b", "value_json": "2"})
+            raise RuntimeError("crash in the middle")
+    assert a.count("run_state") == 0
+    a.put_state(1, "rng", [1, 2, 3])
+    assert Archive.open(tmp_path / "a.sqlite").get_state(1, "rng") == [1, 2, 3]
+
+
+def test_older_archive_is_migrated(tmp_path):
+    path = tmp_path / "old.sqlite"
+    Archive.open(path, migrations=MIGRATIONS[:1]).close()
+
+    def add_notes(db):
+        db["runs"].add_column("notes", str)
+
+    a = Archive.open(path, migrations=MIGRATIONS + [("run notes", add_notes)])
+    assert a.schema_version == len(MIGRATIONS) + 1
+    assert "notes" in a.db["runs"].columns_dict
+    assert [r["name"] for r in a.db.query("select name from migrations order by version")] == \
+        [m[0] for m in MIGRATIONS] + ["run notes"]
+
+
+def test_newer_archive_is_refused(tmp_path):
+    path = tmp_path / "new.sqlite"
+    Archive.open(path).db.execute("update meta set value = '999' where key = 'schema_version'")
+    with pytest.raises(ArchiveError, match="newer evo"):
+        Archive.open(path)
+
+
+def test_foreign_sqlite_file_is_refused(tmp_path):
+    path = tmp_path / "other.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("create table t (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(ArchiveError, match="not an evo archive"):
+        Archive.open(path)
+
+
+def test_missing_archive_without_create(tmp_path):
+    with pytest.raises(ArchiveError, match="no archive"):
+        Archive.open(tmp_path / "nope.sqlite", create=False)

@@ -1,0 +1,74 @@
+import os
+import subprocess
+import time
+
+from evo.compiler import Compiler, parse_ptxas
+from evo.families import FAMILIES
+
+BROKEN = """#include <cuda_fp16.h>
+extern "C" __global__ void hgemm(const half* A, const half* B, half* C, int M, int N, int K) {
+    int x = undefined_thing + 1;
+}
+"""
+
+
+def test_simt_kernel_compiles_with_resources(compiler):
+    r = compiler.compile(FAMILIES["simt"].render(FAMILIES["simt"].default))
+    assert r.ok and r.cubin[:4] == b"\x7fELF"
+    assert r.resources.registers > 0
+    assert r.resources.smem_static == (64 + 64) * 16 * 4  # the two float tiles of the default config
+    assert r.resources.spill_stores == 0 and r.resources.stack == 0
+
+
+def test_hopper_wgmma_kernel_compiles_for_sm90a(compiler):
+    r = compiler.compile(FAMILIES["hopper"].render(FAMILIES["hopper"].default))
+    assert r.ok, r.log
+    assert 100 < r.resources.registers <= 255
+    assert r.resources.spill_stores == 0
+    assert b"sm_90a" in r.cubin or r.cubin[:4] == b"\x7fELF"
+
+
+def test_ampere_split_k_kernel_compiles(compiler):
+    params = dict(FAMILIES["ampere"].default, SPLIT_K=4)
+    r = compiler.compile(FAMILIES["ampere"].render(params))
+    assert r.ok, r.log
+
+
+def test_broken_kernel_keeps_the_error_text(compiler):
+    r = compiler.compile(BROKEN)
+    assert r.status == "error"
+    assert "undefined_thing" in r.log and "kernel.cu(3)" in r.log
+    assert "/tmp" not in r.log  # no temporary paths in what a repair prompt sees
+
+
+def test_results_are_cached_by_content(compiler):
+    src = FAMILIES["simt"].render(dict(FAMILIES["simt"].default, BK=8))
+    first = compiler.compile(src)
+    second = compiler.compile(src)
+    assert second.cached and second.cubin == first.cubin and second.resources == first.resources
+    assert compiler.key(src) != compiler.key(src + "\n")
+
+
+def test_a_hanging_compile_is_killed(tmp_path):
+    c = Compiler(cache_dir=tmp_path, timeout_s=0.3)
+    start = time.monotonic()
+    r = c.compile(FAMILIES["hopper"].render(dict(FAMILIES["hopper"].default, STAGES=3)))
+    assert r.status == "timeout" and "did not finish" in r.log
+    assert time.monotonic() - start < 10
+    time.sleep(0.5)
+    leftover = subprocess.run(["pgrep", "-f", r.key], capture_output=True, text=True).stdout.split()
+    assert [p for p in leftover if int(p) != os.getpid()] == []
+    assert not (tmp_path / f"{r.key}.json").exists()  # timeouts are not cached
+    c.close()
+
+
+def test_parse_ptxas_picks_the_entry_function():
+    log = """ptxas info    : Compiling entry function 'other' for 'sm_90a'
+ptxas info    : Used 12 registers
+ptxas info    : Compiling entry function 'hgemm' for 'sm_90a'
+ptxas info    : Function properties for hgemm
+    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 168 registers, used 1 barriers, 1024 bytes smem, 400 bytes cmem[0]
+"""
+    r = parse_ptxas(log)
+    assert (r.registers, r.smem_static, r.stack, r.spill_stores, r.spill_loads, r.barriers) == (168, 1024, 16, 8, 4, 1)

@@ -1,0 +1,84 @@
+"""Every config in conf/ composes and validates; mistakes stop with one clear line."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evo.cli import CONF_DIR, compose
+from evo.errors import ConfigError
+
+GROUPS = ["shapes", "search", "islands", "mutator", "llm", "evaluator", "archive"]
+
+
+def options(group):
+    return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_every_group_option_composes(group):
+    for option in options(group):
+        overrides = [f"{group}={option}"]
+        if (group, option) == ("shapes", "inline"):
+            overrides.append("shapes.list=[77x4096x4096]")
+        if (group, option) == ("llm", "replay"):
+            overrides.append("llm.replay_from=old.sqlite")
+        c, _ = compose(overrides)
+        assert c.archive.path
+
+
+@pytest.mark.parametrize("experiment", [p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml")])
+def test_every_experiment_composes(experiment):
+    c, _ = compose([f"+experiment={experiment}"])
+    assert c.search.max_evaluations >= 1
+
+
+def test_shape_sets():
+    from evo.shapes import build_shape_set
+    c, _ = compose(["shapes=cuda_l2"])
+    assert len(build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)) == 1000
+    c, _ = compose(["shapes=llm_layers"])
+    shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
+    assert {1, 77, 333} <= {s.M for s in shapes}
+    c, _ = compose(["shapes=inline", "shapes.list=[1x4096x11008,77x77x77]"])
+    assert [str(s) for s in build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)] == ["1x4096x11008", "77x77x77"]
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["islands.n=-3"], "islands.n=-3: must be >= 1"),
+    (["islands.n=abc"], "Value 'abc' of type 'str' could not be converted to Integer"),
+    (["islands.nn=3"], "Key 'nn' not in 'IslandsConfig'"),
+    (["shapes=nonexistent"], "Could not find 'shapes/nonexistent' (available: cuda_l2, grid125, inline, llm_layers, smoke)"),
+    (["shapse=smoke"], "shapse"),
+    (["mutator.policy=greedy"], "mutator.policy='greedy': must be one of reinforce, uniform"),
+    (["shapes=inline"], "shapes: the shape set is empty"),
+    (["shapes=inline", "shapes.list=[12x12]"], "12x12"),
+    (["llm=replay"], "llm.replay_from"),
+    (["family=cutlass"], "family='cutlass'"),
+])
+def test_mistakes_name_the_key(overrides, words):
+    with pytest.raises(ConfigError) as info:
+        compose(overrides)
+    assert words in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "evo", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_shows_the_composed_config():
+    out = run_cli("run", "--cfg", "job", "islands.n=5")
+    assert out.returncode == 0, out.stderr
+    assert "islands:" in out.stdout and "'n': 5" in out.stdout and "shapes:" in out.stdout
+
+
+def test_cli_help_lists_groups():
+    out = run_cli("run", "--help")
+    assert out.returncode == 0 and "shapes: " in out.stdout and "llm: " in out.stdout
+
+
+def test_cli_rejects_a_bad_value_in_one_line():
+    out = run_cli("run", "islands.n=-3")
+    assert out.returncode == 2
+    assert out.stderr.strip() == "evo: error: islands.n=-3: must be >= 1"

@@ -1,0 +1,72 @@
+import pytest
+
+from evo.families import FAMILIES
+from evo.static_checks import check_source
+
+GOOD = """#include <cuda_fp16.h>
+// @evo grid = cdiv(N, 16), cdiv(M, 16)
+// @evo block = 16, 16
+extern "C" __global__ void hgemm(const half* __restrict__ A, const half* B, half *C, int M, int N, int K) {
+    // printf("comments do not count");
+    const char* s = "fopen(";
+}
+"""
+
+
+def test_good_source_passes():
+    assert check_source(GOOD) == []
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_family_sources_pass(name):
+    fam = FAMILIES[name]
+    for params in [fam.default, *fam.all_valid[:: max(1, len(fam.all_valid) // 20)]]:
+        assert check_source(fam.render(params)) == [], params
+
+
+@pytest.mark.parametrize("insert, rule, words", [
+    ('printf("x");', "forbidden", "printf"),
+    ('FILE* f = fopen("/etc/passwd", "r");', "forbidden", "file access"),
+    ('system("rm -rf /");', "forbidden", "process"),
+    ("cublasHgemm(0);", "forbidden", "library"),
+    ("cudaStream_t s; cudaStreamCreate(&s);", "forbidden", "runtime API"),
+    ("cudaGraphLaunch(0, 0);", "forbidden", "runtime API"),
+    ("other<<<1, 1>>>();", "forbidden", "dynamic parallelism"),
+    ("float* p = (float*)malloc(4);", "forbidden", "allocation"),
+])
+def test_forbidden_code_is_rejected_with_a_reason(insert, rule, words):
+    src = GOOD.replace('    const char* s = "fopen(";', "    " + insert)
+    rejections = check_source(src)
+    assert any(r.rule == rule and words in r.reason for r in rejections), rejections
+    assert all(r.line for r in rejections if r.rule == "forbidden")
+
+
+def test_includes_come_from_the_allow_list():
+    rejections = check_source("#include <stdio.h>\n#include <sys/socket.h>\n" + GOOD)
+    assert [r.rule for r in rejections] == ["include", "include"]
+    assert "stdio.h" in rejections[0].reason and rejections[0].line == 1
+
+
+def test_host_code_and_main_are_rejected():
+    assert any("host code" in r.reason for r in check_source(GOOD + "\n__host__ void f() {}\n"))
+    assert any("main()" in r.reason for r in check_source(GOOD + "\nint main() { return 0; }\n"))
+
+
+def test_missing_or_wrong_entry_point():
+    assert any(r.rule == "abi" and "missing" in r.reason for r in check_source(GOOD.replace("hgemm", "gemm")))
+    wrong = GOOD.replace("int M, int N, int K", "int M, int N")
+    assert any(r.rule == "abi" and "parameters" in r.reason for r in check_source(wrong))
+    float_out = GOOD.replace("half *C", "float* C")
+    assert any(r.rule == "abi" for r in check_source(float_out))
+
+
+def test_tensor_map_parameters_must_match_the_declaration():
+    src = GOOD.replace("// @evo block = 16, 16", "// @evo block = 16, 16\n// @evo tma = A box(64, 64) swizzle(128)")
+    assert any(r.rule == "abi" and "CUtensorMap" in r.reason for r in check_source(src))
+    ok = src.replace("int M, int N, int K)", "int M, int N, int K, const __grid_constant__ CUtensorMap tmA)")
+    assert check_source(ok) == []
+
+
+def test_malformed_declaration_is_a_rejection():
+    rejections = check_source(GOOD.replace("// @evo block = 16, 16", "// @evo block = sixteen"))
+    assert rejections and rejections[0].rule == "declaration" and rejections[0].line == 3
