@@ -1,0 +1,74 @@
+"""The evaluation pipeline with the CPU test double: containment, dispatch, labelling."""
+import pytest
+
+from archive import Archive
+from evo.config import EvaluatorConfig
+from evo.evaluation.evaluator import Evaluator
+from evo.evaluation.records import Status
+from evo.families import FAMILIES
+from evo.kernel import Candidate
+from evo.shapes import Shape
+
+GOOD = FAMILIES["ampere"].render(FAMILIES["ampere"].default)
+
+
+def marked(behaviour: str) -> Candidate:
+    return Candidate.make(GOOD.replace("#include <stdint.h>", f"#include <stdint.h>\n// evo-sim: {behaviour}"))
+
+
+@pytest.fixture
+def evaluator(tmp_path, compile_cache):
+    archive = Archive.open(tmp_path / "a.sqlite")
+    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=2, cache_dir=str(compile_cache), gpus=[])
+    ev = Evaluator(cfg, archive=archive, run_id=run).start()
+    yield ev
+    ev.close()
+
+
+def test_bad_kernels_are_contained_and_the_next_one_runs(evaluator):
+    s = Shape(256, 256, 1024)
+    good = Candidate.make(GOOD)
+    pairs = [(marked("hang"), s), (good, s), (marked("fault"), s), (good, Shape(128, 128, 128)),
+             (marked("crash"), s), (good, Shape(64, 64, 64)), (marked("fp16acc"), s), (marked("stateful"), s)]
+    results = [(e.kernel_id, str(e.status)) for e in evaluator.evaluate(pairs)]
+    assert [st for _, st in results] == ["timeout", "ok", "fault", "ok", "fault", "ok", "incorrect",
+                                         "incorrect_after_timing"]
+    assert evaluator.pool.restarts == 3
+
+
+def test_static_and_compile_failures_never_reach_the_worker(evaluator):
+    rejected = Candidate.make(GOOD.replace("extern \"C\"", "int main() { return 0; }\nextern \"C\""))
+    broken = Candidate.make(GOOD.replace("half2* dst", "half2* dst = nonsense;").replace("smem_u32(sA", "smem_u32(sX"))
+    unsupported = Candidate.make(GOOD)
+    out = list(evaluator.evaluate([(rejected, Shape(64, 64, 64)), (broken, Shape(64, 64, 64)),
+                                   (unsupported, Shape(64, 64, 63))]))
+    assert [e.status for e in out] == [Status.REJECTED, Status.COMPILE_ERROR, Status.UNSUPPORTED]
+    assert "main()" in out[0].error and "sX" in out[1].error
+
+
+def test_results_are_archived_and_labelled_simulated(evaluator):
+    (e,) = list(evaluator.evaluate([(Candidate.make(GOOD), Shape(1024, 1024, 1024))]))
+    assert e.ok and e.speedup and e.roofline_fraction and e.backend == "simulated"
+    assert "SIMULATED" in e.gpu
+    db = evaluator.records.a.db
+    row = next(db.query("select * from evaluations where id = ?", [e.id]))
+    assert row["backend"] == "simulated" and row["status"] == "ok" and row["speedup"] == pytest.approx(e.speedup)
+    libs = list(db.query("select library, backend from baselines"))
+    assert {r["library"] for r in libs} == {"torch", "cublaslt_heuristic", "cublaslt_autotuned"}
+    assert {r["backend"] for r in libs} == {"simulated"}
+    peaks = list(db.query("select * from device_peaks"))
+    assert peaks[0]["backend"] == "simulated"
+
+
+def test_two_workers_share_the_jobs(tmp_path, compile_cache):
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=5, cache_dir=str(compile_cache), gpus=[0, 1])
+    ev = Evaluator(cfg).start()
+    try:
+        assert len(ev.devices) == 2
+        cands = [marked("slow") for _ in range(1)] + [FAMILIES["simt"].candidate(p) for p in FAMILIES["simt"].all_valid[:5]]
+        pairs = [(c, Shape(128, 128, 128)) for c in cands] * 2
+        gpus = [e.gpu for e in ev.evaluate(pairs)]
+        assert len(gpus) == 12 and len(set(gpus)) == 2
+    finally:
+        ev.close()

@@ -1,0 +1,75 @@
+import random
+
+import pytest
+
+from evo.families import FAMILIES
+from evo.kernel import parse_declaration
+from evo.shapes import Shape, grid_shapes
+
+ODD = [Shape(1, 1, 1), Shape(1, 4096, 4096), Shape(77, 4096, 4096), Shape(333, 11008, 4096), Shape(5, 7, 13),
+       Shape(64, 64, 16384), Shape(8192, 8192, 8192), Shape(100, 4095, 4096)]
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_defaults_and_random_configs_are_valid(name):
+    fam = FAMILIES[name]
+    assert fam.valid(fam.default)
+    rng = random.Random(0)
+    for _ in range(20):
+        assert fam.valid(fam.random(rng))
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_invalid_parameters_are_explained_and_repaired(name):
+    fam = FAMILIES[name]
+    bad = dict(fam.default)
+    key = next(iter(fam.space))
+    bad[key] = 3  # not an allowed value anywhere
+    assert "not one of" in fam.problem(bad)
+    with pytest.raises(ValueError):
+        fam.render(bad)
+    fixed = fam.repair(bad, random.Random(1))
+    assert fam.valid(fixed) and sum(fixed[k] != fam.default[k] for k in fam.space) <= 2
+
+
+def test_every_shape_is_covered_by_some_family():
+    """Together the families support every shape M, N, K >= 1 (simt needs no alignment)."""
+    for shape in ODD + grid_shapes([64, 4096, 16384]):
+        assert any(parse_declaration(f.render(f.default)).supports(shape) for f in FAMILIES.values()), shape
+
+
+def test_tensor_core_families_need_aligned_rows():
+    for name in ("ampere", "hopper"):
+        decl = parse_declaration(FAMILIES[name].render(FAMILIES[name].default))
+        assert decl.supports(Shape(77, 4096, 4096)) and decl.supports(Shape(1, 8, 8))
+        assert not decl.supports(Shape(100, 4095, 4096)) and not decl.supports(Shape(64, 64, 13))
+
+
+def test_hopper_declares_tensor_maps_and_a_persistent_grid():
+    fam = FAMILIES["hopper"]
+    launch = parse_declaration(fam.render(fam.default)).launch_for(Shape(8192, 8192, 8192), num_sms=132)
+    assert launch.grid == (132, 1, 1) and launch.block == (384, 1, 1)
+    assert [t.operand for t in launch.tensor_maps] == ["A", "B"]
+    assert launch.tensor_maps[0].box == (64, 128) and launch.tensor_maps[1].box == (64, 64)
+    assert launch.smem <= 232448
+
+
+def test_split_k_workspace_limits_are_declared():
+    fam = FAMILIES["hopper"]
+    decl = parse_declaration(fam.render(dict(fam.default, SPLIT_K=8)))
+    assert decl.supports(Shape(64, 64, 16384))
+    assert not decl.supports(Shape(16384, 16384, 16384))  # tiles * BM * BN floats > the workspace
+
+
+@pytest.mark.parametrize("shape", ODD)
+def test_suggestions_are_valid_and_support_the_shape(shape):
+    for fam in FAMILIES.values():
+        picks = fam.suggest(shape.M, shape.N, shape.K)
+        assert picks and all(fam.valid(p) for p in picks)
+
+
+def test_suggestions_split_k_for_skinny_shapes():
+    (first, *_) = FAMILIES["hopper"].suggest(64, 64, 16384)
+    assert first["SPLIT_K"] >= 8
+    (big, *_) = FAMILIES["hopper"].suggest(8192, 8192, 8192)
+    assert big["SPLIT_K"] == 1 and big["BM"] * big["BN"] >= 128 * 256
