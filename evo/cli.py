@@ -4,6 +4,7 @@
     evo resume ARCHIVE         continue the last unfinished run of an archive
     evo bench [overrides]      time the libraries (and given kernels) on a shape set
     evo sweep [overrides]      evaluate a family's genome exhaustively or by random sample
+    evo selftest [overrides]   run deliberately bad kernels: each must be caught on this GPU
     evo archive ...            browse an archive (evo archive --help)
     evo export ARCHIVE         write the best kernel per shape, a manifest and a loader
     evo report ARCHIVE         one HTML file with the plots of a run
@@ -17,7 +18,7 @@ from typing import Callable
 from evo.errors import EvoError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-HYDRA_COMMANDS = ("run", "bench", "sweep")
+HYDRA_COMMANDS = ("run", "bench", "sweep", "selftest")
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -107,6 +108,21 @@ def _sweep(c, raw) -> None:
     run_sweep(c, raw)
 
 
+def _selftest(c, raw) -> None:
+    from evo.evaluation.evaluator import Evaluator
+    from evo.evaluation.selftest import run_selftest
+    ev = Evaluator(c.evaluator, log=print).start()
+    try:
+        print(f"self-test on {ev.devices[0].key} ({c.evaluator.backend})")
+        rows = run_selftest(ev)
+    finally:
+        ev.close()
+    failed = [r for r in rows if not r["pass"]]
+    print(f"{len(rows) - len(failed)}/{len(rows)} as expected")
+    if failed:
+        sys.exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
     if argv is not None:
         sys.argv = ["evo", *argv]
@@ -116,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     command = sys.argv[1]
     try:
         if command in HYDRA_COMMANDS:
-            _hydra_command(command, {"run": _run, "bench": _bench, "sweep": _sweep}[command])
+            _hydra_command(command, {"run": _run, "bench": _bench, "sweep": _sweep, "selftest": _selftest}[command])
         elif command == "resume":
             from evo.search import resume_cli
             resume_cli(sys.argv[2:])
