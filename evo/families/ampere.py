@@ -32,6 +32,8 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         split = split_for(tiles, -(-K // bk), num_sms, cap=16)
         p = {"BM": bm, "BN": bn, "BK": bk, "WM": wm, "WN": wn, "STAGES": stages, "SPLIT_K": split, "GROUP_M": 8}
         out.append((tile_score(M, N, bm, bn, split, num_sms), p))
+        if split > 1:  # fewer splits: less reduction traffic, fewer CTAs
+            out.append((tile_score(M, N, bm, bn, split, num_sms) * 0.9, dict(p, SPLIT_K=split // 2)))
     return [p for _, p in sorted(out, key=lambda x: -x[0])]
 
 

@@ -179,8 +179,14 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
             if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty[prev_stage]);
 
 #if SPLIT_K > 1
+            const int row_base = w.m0 + consumer * ROWS_PER_CONSUMER + warp * 16 + lane / 4;
+            const int col_base = w.n0 + (lane % 4) * 2;
+            auto inside = [&](int i) {  // accumulator i -> (row, col) of the wgmma fragment layout
+                const int mt = i / (BN / 2), j = i % (BN / 2);
+                return row_base + mt * 64 + ((j / 2) % 2) * 8 < M && col_base + (j / 4) * 8 < N;
+            };
             if (!splitk_reduce<ACC_PER_THREAD>(acc, item / SPLIT_K, item % SPLIT_K, threadIdx.x - 128,
-                                               CONSUMERS * 128, splitk_flag))
+                                               CONSUMERS * 128, splitk_flag, inside))
                 continue;  // another CTA of this tile adds our partial sums and stores
 #endif
 

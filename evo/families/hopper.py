@@ -61,7 +61,10 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
             p["STAGES"] = stages
             if _problem(p) is None:
                 break
-        out.append((tile_score(M, N, bm, bn, split, num_sms) * (1 + 0.1 * (bm * bn >= 128 * 256)), p))
+        score = tile_score(M, N, bm, bn, split, num_sms) * (1 + 0.1 * (bm * bn >= 128 * 256))
+        out.append((score, p))
+        if split > 1:  # fewer splits: less reduction traffic, fewer CTAs
+            out.append((score * 0.9, dict(p, SPLIT_K=split // 2)))
     return [p for _, p in sorted(out, key=lambda x: -x[0])]
 
 

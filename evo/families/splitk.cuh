@@ -9,11 +9,15 @@ __device__ unsigned int evo_splitk_count[EVO_MAX_TILES];
 // Every participating thread passes its COUNT accumulators; returns true in the CTA that arrives
 // last for `tile`, whose `acc` then holds the sum over all splits. SPLITK_SYNC() must be a barrier
 // over exactly the `nthreads` participating threads.
-template <int COUNT>
-__device__ __forceinline__ bool splitk_reduce(float* acc, int tile, int split, int tid, int nthreads, int* flag) {
+// `inside(i)` says whether accumulator i maps to an element of C (tiles overhanging M or N skip the
+// atomics for their padding).
+template <int COUNT, typename Inside>
+__device__ __forceinline__ bool splitk_reduce(float* acc, int tile, int split, int tid, int nthreads, int* flag,
+                                              Inside inside) {
     float* sum = evo_splitk_ws + (size_t)tile * COUNT * nthreads;
     #pragma unroll
-    for (int i = 0; i < COUNT; ++i) atomicAdd(sum + (size_t)i * nthreads + tid, acc[i]);
+    for (int i = 0; i < COUNT; ++i)
+        if (inside(i)) atomicAdd(sum + (size_t)i * nthreads + tid, acc[i]);
     __threadfence();
     SPLITK_SYNC();
     if (tid == 0) *flag = (atomicAdd(&evo_splitk_count[tile], 1u) == SPLIT_K - 1);
@@ -23,6 +27,7 @@ __device__ __forceinline__ bool splitk_reduce(float* acc, int tile, int split, i
     __threadfence();
     #pragma unroll
     for (int i = 0; i < COUNT; ++i) {
+        if (!inside(i)) continue;
         acc[i] = __ldcg(sum + (size_t)i * nthreads + tid);
         __stcg(sum + (size_t)i * nthreads + tid, 0.f);
     }
