@@ -24,6 +24,7 @@
 #define A_STAGE_BYTES (BM * BK * 2)
 #define B_STAGE_BYTES (BK * BN * 2)
 #define ACC_PER_THREAD (MMA_M_TILES * BN / 2)
+#define C_STRIDE 72  // halves per row of the epilogue tile: 64 + 8 of padding against bank conflicts
 // split-K partials are combined among the consumer threads only
 #define SPLITK_SYNC() asm volatile("bar.sync 1, %0;" :: "n"(CONSUMERS * 128) : "memory")
 
@@ -73,6 +74,11 @@ __device__ __forceinline__ uint64_t desc_b(const void* p) {
     return ((addr & 0x3FFFF) >> 4) | ((uint64_t)((BK * 128) >> 4) << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
 }
 
+// A barrier over the 128 threads of one consumer warpgroup (ids 2.. ; 1 is split-K's).
+__device__ __forceinline__ void consumer_sync(int consumer) {
+    asm volatile("bar.sync %0, 128;" :: "r"(2 + consumer) : "memory");
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wgmma_wait() {
@@ -110,6 +116,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
     uint64_t* full = (uint64_t*)(b_tiles + STAGES * B_STAGE_BYTES);
     uint64_t* empty = full + STAGES;
     int* splitk_flag = (int*)(empty + STAGES);
+    half* c_tiles = (half*)(b_tiles + STAGES * B_STAGE_BYTES + 2 * STAGES * 8 + 16);
 
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int k_tiles = (K + BK - 1) / BK;
@@ -190,22 +197,31 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 continue;  // another CTA of this tile adds our partial sums and stores
 #endif
 
-            // Epilogue: fp32 accumulators -> fp16, bounds-checked stores straight from registers.
+            // Epilogue: fp32 -> fp16 through a padded shared-memory tile (64 rows x 64 columns per
+            // pass) so that global stores are whole 16-byte chunks, coalesced along rows.
+            half* stage_c = c_tiles + consumer * (64 * C_STRIDE);
             #pragma unroll
             for (int mt = 0; mt < MMA_M_TILES; ++mt) {
-                const int row0 = w.m0 + consumer * ROWS_PER_CONSUMER + mt * 64 + warp * 16 + lane / 4;
+                const int row0 = w.m0 + consumer * ROWS_PER_CONSUMER + mt * 64;
                 #pragma unroll
-                for (int nb = 0; nb < BN / 8; ++nb) {
-                    const int col = w.n0 + nb * 8 + (lane % 4) * 2;
-                    if (col >= N) continue;
+                for (int chunk = 0; chunk < BN / 64; ++chunk) {
                     #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int row = row0 + h * 8;
-                        if (row >= M) continue;
-                        half2* dst = reinterpret_cast<half2*>(C + (size_t)row * N + col);
-                        const float* v = acc + mt * (BN / 2) + nb * 4 + h * 2;
-                        *dst = __floats2half2_rn(v[0], v[1]);
+                    for (int nb = 0; nb < 8; ++nb) {
+                        const float* v = acc + mt * (BN / 2) + (chunk * 8 + nb) * 4;
+                        const int r = warp * 16 + lane / 4, c = nb * 8 + (lane % 4) * 2;
+                        *reinterpret_cast<half2*>(stage_c + r * C_STRIDE + c) = __floats2half2_rn(v[0], v[1]);
+                        *reinterpret_cast<half2*>(stage_c + (r + 8) * C_STRIDE + c) = __floats2half2_rn(v[2], v[3]);
                     }
+                    consumer_sync(consumer);
+                    #pragma unroll
+                    for (int pass = 0; pass < 4; ++pass) {
+                        const int r = pass * 16 + tid_in_wg / 8, c = (tid_in_wg % 8) * 8;
+                        const int row = row0 + r, col = w.n0 + chunk * 64 + c;
+                        if (row < M && col < N)  // N % 8 == 0: a chunk is wholly inside or outside
+                            *reinterpret_cast<uint4*>(C + (size_t)row * N + col) =
+                                *reinterpret_cast<const uint4*>(stage_c + r * C_STRIDE + c);
+                    }
+                    consumer_sync(consumer);
                 }
             }
         }

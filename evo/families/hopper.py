@@ -6,7 +6,8 @@ SMEM_LIMIT = 232448
 
 def _smem(p: Params) -> int:
     stage = (p["BM"] * 64 + 64 * p["BN"]) * 2
-    return p["STAGES"] * stage + 2 * p["STAGES"] * 8 + 16 + 1024  # tiles, barriers, flag, alignment slack
+    epilogue = p["CONSUMERS"] * 64 * 72 * 2  # one padded 64x64 fp16 staging tile per consumer
+    return p["STAGES"] * stage + 2 * p["STAGES"] * 8 + 16 + epilogue + 1024  # + barriers, flag, alignment slack
 
 
 def _problem(p: Params) -> str | None:
