@@ -37,13 +37,18 @@ class StructuralOperator:
     arity: int
     description: str
 
-    def apply(self, parents: list[Candidate], rng: random.Random) -> Candidate | None:
+    def applies(self, parents: list[Candidate], info: dict | None = None) -> bool:
+        """Structural operators need a family genome (change_family can start from any kernel)."""
+        family = FAMILIES.get(parents[0].family or "")
+        return self.name == "change_family" or (family is not None and family.valid(parents[0].params))
+
+    def apply(self, parents: list[Candidate], rng: random.Random, **_context) -> Candidate | None:
         """The child, or None when the operator does not apply to these parents (no family genome)."""
         first = parents[0]
-        family = FAMILIES.get(first.family or "")
-        if family is None or not family.valid(first.params):
+        if not self.applies(parents):
             return None
-        params = first.params
+        family = FAMILIES.get(first.family or "") or FAMILIES["hopper"]
+        params = first.params if family.valid(first.params) else family.default
         if self.name == "mutate_one":  # one parameter to a neighbouring value
             child = _step(family, params, rng, genes_to_change=1)
         elif self.name == "mutate_many":  # DEAP uniform-integer mutation over the genome

@@ -31,9 +31,9 @@ def test_bad_kernels_are_contained_and_the_next_one_runs(evaluator):
     good = Candidate.make(GOOD)
     pairs = [(marked("hang"), s), (good, s), (marked("fault"), s), (good, Shape(128, 128, 128)),
              (marked("crash"), s), (good, Shape(64, 64, 64)), (marked("fp16acc"), s), (marked("stateful"), s)]
-    results = [(e.kernel_id, str(e.status)) for e in evaluator.evaluate(pairs)]
-    assert [st for _, st in results] == ["timeout", "ok", "fault", "ok", "fault", "ok", "incorrect",
-                                         "incorrect_after_timing"]
+    results = {(e.kernel_id, e.shape): str(e.status) for e in evaluator.evaluate(pairs)}
+    assert [results[(c.id, s)] for c, s in pairs] == ["timeout", "ok", "fault", "ok", "fault", "ok", "incorrect",
+                                                      "incorrect_after_timing"]
     assert evaluator.pool.restarts == 3
 
 
@@ -41,10 +41,11 @@ def test_static_and_compile_failures_never_reach_the_worker(evaluator):
     rejected = Candidate.make(GOOD.replace("extern \"C\"", "int main() { return 0; }\nextern \"C\""))
     broken = Candidate.make(GOOD.replace("half2* dst", "half2* dst = nonsense;").replace("smem_u32(sA", "smem_u32(sX"))
     unsupported = Candidate.make(GOOD)
-    out = list(evaluator.evaluate([(rejected, Shape(64, 64, 64)), (broken, Shape(64, 64, 64)),
-                                   (unsupported, Shape(64, 64, 63))]))
-    assert [e.status for e in out] == [Status.REJECTED, Status.COMPILE_ERROR, Status.UNSUPPORTED]
-    assert "main()" in out[0].error and "sX" in out[1].error
+    pairs = [(rejected, Shape(64, 64, 64)), (broken, Shape(64, 64, 64)), (unsupported, Shape(64, 64, 63))]
+    out = {e.kernel_id: e for e in evaluator.evaluate(pairs)}
+    assert [out[c.id].status for c, _ in pairs] == [Status.REJECTED, Status.COMPILE_ERROR, Status.UNSUPPORTED]
+    assert "main()" in out[rejected.id].error and "sX" in out[broken.id].error
+    assert evaluator.pool.restarts == 0
 
 
 def test_results_are_archived_and_labelled_simulated(evaluator):

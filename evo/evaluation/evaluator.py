@@ -156,35 +156,57 @@ class Evaluator:
 
     def evaluate(self, pairs: Iterable[tuple[Candidate, Shape]], *, meta: Callable[[Candidate], dict] | None = None,
                  measure_libraries: bool = True) -> Iterator[Evaluation]:
-        """Evaluate each (candidate, shape); yields in completion order, each already archived."""
-        jobs = []
+        """Evaluate each (candidate, shape); yields in completion order, each already archived.
+
+        Every compile starts at once (on every core); a job reaches the GPU as soon as its
+        compile is done, so the GPU works while later candidates are still compiling."""
+        pairs = list(pairs)
+        by_future: dict[cf.Future, list[tuple[Candidate, Shape]]] = {}
         for cand, shape in pairs:
-            if self.records:
-                m = meta(cand) if meta else {}
-                self.records.add_kernel(cand, run_id=self.run_id, generation=m.get("generation"), island=m.get("island"))
-            prepared: Prepared = self.prepare(cand).result()
-            if self.records and prepared.compiled:
-                self.records.add_compile(cand.id, prepared.compiled)
-            early = self._early_failure(prepared, shape)
-            if early:
-                yield self._finish(early, cand, meta)
-                continue
-            decl = cand.declaration
-            try:
-                launch = decl.launch_for(shape, num_sms=self.num_sms).to_json()
-            except LaunchError as e:
-                yield self._finish(self._result(cand, shape, Status.BAD_LAUNCH, str(e), prepared), cand, meta)
-                continue
-            request = {"op": "evaluate", "shape": [shape.M, shape.N, shape.K], "cubin": prepared.compiled.cubin,
-                       "source": cand.source, "launch": launch, "draws": self.cfg.draws, "modes": self.cfg.modes,
-                       "replays": self.cfg.replays, "target_replay_ms": self.cfg.target_replay_ms,
-                       "server_gap_ms": list(self.cfg.server_gap_ms)}
-            prepare = (lambda info, s=shape: {"libraries": self._missing_libraries(info.key, s)}) \
-                if measure_libraries else None
-            jobs.append(Job(request, tag=(cand, shape, prepared), prepare=prepare))
-        for job, reply in self.pool.run(jobs):
+            by_future.setdefault(self.prepare(cand), []).append((cand, shape))
+        no_gpu: list[tuple[Evaluation, Candidate]] = []
+
+        def jobs():
+            for fut in cf.as_completed(by_future):
+                prepared: Prepared = fut.result()
+                for cand, shape in by_future[fut]:
+                    job = self._job(cand, shape, prepared, meta, measure_libraries, no_gpu)
+                    if job:
+                        yield job
+
+        for job, reply in self.pool.run(jobs()):
+            while no_gpu:
+                e, cand = no_gpu.pop(0)
+                yield self._finish(e, cand, meta)
             cand, shape, prepared = job.tag
             yield self._finish(self._from_reply(reply, cand, shape, prepared), cand, meta)
+        while no_gpu:
+            e, cand = no_gpu.pop(0)
+            yield self._finish(e, cand, meta)
+
+    def _job(self, cand: Candidate, shape: Shape, prepared: Prepared, meta, measure_libraries: bool,
+             no_gpu: list) -> Job | None:
+        if self.records:
+            m = meta(cand) if meta else {}
+            self.records.add_kernel(cand, run_id=self.run_id, generation=m.get("generation"), island=m.get("island"))
+            if prepared.compiled:
+                self.records.add_compile(cand.id, prepared.compiled)
+        early = self._early_failure(prepared, shape)
+        if early is None:
+            try:
+                launch = cand.declaration.launch_for(shape, num_sms=self.num_sms).to_json()
+            except LaunchError as e:
+                early = self._result(cand, shape, Status.BAD_LAUNCH, str(e), prepared)
+        if early is not None:
+            no_gpu.append((early, cand))
+            return None
+        request = {"op": "evaluate", "shape": [shape.M, shape.N, shape.K], "cubin": prepared.compiled.cubin,
+                   "source": cand.source, "launch": launch, "draws": self.cfg.draws, "modes": self.cfg.modes,
+                   "replays": self.cfg.replays, "target_replay_ms": self.cfg.target_replay_ms,
+                   "server_gap_ms": list(self.cfg.server_gap_ms)}
+        prepare = (lambda info, s=shape: {"libraries": self._missing_libraries(info.key, s)}) \
+            if measure_libraries else None
+        return Job(request, tag=(cand, shape, prepared), prepare=prepare)
 
     def measure_libraries(self, shapes: Iterable[Shape]) -> Iterator[tuple[Shape, list[LibraryResult]]]:
         """Time the libraries alone (evo bench): one job per shape, spread over the GPUs."""

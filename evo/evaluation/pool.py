@@ -127,29 +127,41 @@ class WorkerPool:
         self._workers[i] = _Worker(self._ctx, old.device, self.backend, self.start_timeout_s)
 
     def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, dict]]:
-        """Yield (job, reply) as jobs finish, in completion order."""
+        """Yield (job, reply) as jobs finish, in completion order. Jobs are pulled from `jobs` only
+        when a worker is free, so a generator may still be compiling the later ones."""
         self.start()
-        pending = collections.deque(jobs)
-        while pending or any(w.job for w in self._workers):
+        source = iter(jobs)
+        pending: collections.deque[Job] = collections.deque()
+        exhausted = False
+        while True:
             for w in self._workers:
-                job = next((j for j in pending if j.device in (None, w.device)), None) if w.job is None else None
-                if job is not None:
-                    pending.remove(job)
-                    self._next_id += 1
-                    msg = dict(job.request)
-                    if job.prepare:
-                        msg.update(job.prepare(w.info))
-                    msg["id"] = w.job_id = self._next_id
-                    w.job, w.stage, w.deadline = job, "sent", time.monotonic() + self.stage_timeout_s
+                if w.job is not None:
+                    continue
+                job = next((j for j in pending if j.device in (None, w.device)), None)
+                while job is None and not exhausted:
                     try:
-                        w.conn.send(msg)
-                    except (OSError, BrokenPipeError):
-                        pass  # noticed below as a dead worker
+                        new = next(source)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    if new.device in (None, w.device):
+                        job = new
+                    else:
+                        pending.append(new)
+                if job is None:
+                    continue
+                if job in pending:
+                    pending.remove(job)
+                self._send(w, job)
             busy = [w for w in self._workers if w.job]
+            if not busy:
+                if exhausted and not pending:
+                    return
+                continue
             timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
             ready = wait([w.conn for w in busy], timeout=timeout)
             for i, w in enumerate(self._workers):
-                if not w.job:
+                if w.job is None:
                     continue
                 if w.conn in ready:
                     try:
@@ -174,6 +186,18 @@ class WorkerPool:
                     yield job, _failure(Status.TIMEOUT, f"no progress for {self.stage_timeout_s:g} s during "
                                                         f"'{w.stage}' (a hang): the worker was killed", w.info)
                     self._restart(i, "a job timed out")
+
+    def _send(self, w: _Worker, job: Job) -> None:
+        self._next_id += 1
+        msg = dict(job.request)
+        if job.prepare:
+            msg.update(job.prepare(w.info))
+        msg["id"] = w.job_id = self._next_id
+        w.job, w.stage, w.deadline = job, "sent", time.monotonic() + self.stage_timeout_s
+        try:
+            w.conn.send(msg)
+        except (OSError, BrokenPipeError):
+            pass  # noticed as a dead worker when its pipe is read
 
     def call_each(self, request: dict) -> dict[str, dict]:
         """Run one request on every worker; replies by device."""

@@ -1,0 +1,438 @@
+"""`evo run` / `evo resume`: the island search with MAP-Elites cells by shape.
+
+One generation: on every island, parents are chosen by tournament, the operator policy picks an
+operator per child, children are compiled ahead on every core and evaluated on the GPU(s);
+results go to the islands, the MAP-Elites cells (one per shape) and the policy. Every few
+generations elites are tried on neighbouring shapes (transfer) and the best individuals migrate
+between islands. The whole state (islands, policy, RNG, counters) is saved in the archive at the
+end of each generation, so `kill -9` loses at most the evaluations in flight, and a resumed run
+makes the same decisions as an uninterrupted one.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from archive import Archive
+from archive.elites import cell_of, offer
+from archive.store import now
+from evo.config import EvoConfig, validate
+from evo.errors import ConfigError, EvoError
+from evo.evaluation.evaluator import Evaluation, Evaluator
+from evo.evaluation.records import Status
+from evo.families import FAMILIES
+from evo.kernel import Candidate
+from evo.shapes import Shape, build_shape_set
+from evo.summary import geomean
+from islands import Individual, Island, make_islands, migrate
+from mutators.policy import OperatorPolicy
+from mutators.rewards import reward
+from mutators.structural import OPERATORS
+
+TENSOR_CORE_FAMILIES = ["hopper", "ampere"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the search needs of an evaluation (rebuilt from the archive on resume)."""
+    status: Status
+    speedup: float | None
+    time_ms: float | None
+    error: str = ""
+
+    @staticmethod
+    def of(e: Evaluation) -> "Outcome":
+        return Outcome(e.status, e.speedup, e.time_ms, e.error)
+
+
+@dataclass
+class Plan:
+    """A child to evaluate, and who made it."""
+    island: int
+    operator: str
+    candidate: Candidate | None
+    shape: Shape
+    parent_fitness: float | None
+    context: str
+    failure: str = ""  # why the operator produced no candidate
+    parents: list = field(default_factory=list)
+
+
+@dataclass
+class SearchState:
+    generation: int = 0
+    spent: int = 0  # (kernel, shape) evaluations made by this run
+    elapsed_s: float = 0.0
+    failures: Counter = field(default_factory=Counter)
+
+    def to_json(self) -> dict:
+        return {"generation": self.generation, "spent": self.spent, "elapsed_s": self.elapsed_s,
+                "failures": dict(self.failures)}
+
+    @staticmethod
+    def from_json(d: dict) -> "SearchState":
+        return SearchState(d["generation"], d["spent"], d["elapsed_s"], Counter(d.get("failures", {})))
+
+
+class Search:
+    def __init__(self, c: EvoConfig, archive: Archive, run_id: int, evaluator: Evaluator, *,
+                 llm_operators: dict | None = None, log: Callable[[str], None] = print,
+                 crash_after: int | None = None):
+        self.c, self.archive, self.run_id, self.ev, self.log = c, archive, run_id, evaluator, log
+        self.shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
+        self.operators = {name: OPERATORS[name] for name in c.mutator.structural}
+        self.operators.update(llm_operators or {})
+        self.policy = OperatorPolicy(list(self.operators), kind=c.mutator.policy, learning_rate=c.mutator.learning_rate,
+                                     baseline_decay=c.mutator.baseline_decay, min_probability=c.mutator.min_probability)
+        families = TENSOR_CORE_FAMILIES if c.islands.specialize == "family" else [None]
+        self.islands = make_islands(c.islands.n, self.shapes, specialize=c.islands.specialize,
+                                    families=families, capacity=c.islands.population,
+                                    tournament=c.islands.tournament)
+        self.rng = random.Random(c.search.seed)
+        self.state = SearchState()
+        self.known: dict[tuple[str, Shape], Outcome] = {}  # evaluated before this generation
+        self.replay: dict[tuple[str, Shape], Outcome] = {}  # evaluated in an interrupted generation
+        self.candidates: dict[str, Candidate] = {}
+        self.crash_after = crash_after  # tests: raise after this many new evaluations
+
+    # ---- state ---------------------------------------------------------------------------
+    def save(self) -> None:
+        with self.archive.transaction():
+            a, r = self.archive, self.run_id
+            a.put_state(r, "search", self.state.to_json())
+            a.put_state(r, "rng", _rng_to_json(self.rng.getstate()))
+            a.put_state(r, "policy", self.policy.state())
+            for isl in self.islands:
+                a._insert("island_state", {"run_id": r, "island": isl.index, "generation": self.state.generation,
+                                           "population_json": json.dumps(isl.to_json()), "created_at": now()},
+                          replace=True)
+            a._insert("policy_state", {"run_id": r, "generation": self.state.generation,
+                                       "state_json": json.dumps({"probabilities": self.policy.snapshot()}),
+                                       "created_at": now()})
+            a.db.conn.execute("update runs set updated_at = ? where id = ?", [now(), r])
+
+    def load(self) -> bool:
+        """Restore the state saved at the end of the last finished generation; False if none."""
+        a, r = self.archive, self.run_id
+        saved = a.get_state(r, "search")
+        if saved is None:
+            return False
+        self.state = SearchState.from_json(saved)
+        self.rng.setstate(_rng_from_json(a.get_state(r, "rng")))
+        self.policy.load(a.get_state(r, "policy"))
+        for row in a.db.query("select island, population_json from island_state where run_id = ?", [r]):
+            self.islands[row["island"]].load(json.loads(row["population_json"]))
+        for row in a.db.query("select * from kernels where id in (select kernel_id from evaluations where run_id = ?)",
+                              [r]):
+            self.candidates[row["id"]] = Candidate(row["source"], row["family"], row["params_json"], row["operator"],
+                                                   tuple(json.loads(row["parents_json"])))
+        for row in a.db.query("select kernel_id, M, N, K, status, speedup, time_ms, error, generation "
+                              "from evaluations where run_id = ? order by id", [r]):
+            key = (row["kernel_id"], Shape(row["M"], row["N"], row["K"]))
+            outcome = Outcome(Status(row["status"]), row["speedup"], row["time_ms"], row["error"] or "")
+            (self.known if (row["generation"] or 0) < self.state.generation else self.replay)[key] = outcome
+        return True
+
+    # ---- evaluation ----------------------------------------------------------------------
+    def _evaluate(self, pairs: list[tuple[Candidate, Shape]], *, island_of: dict[str, int]) -> dict:
+        """Outcomes for pairs, reusing what this run already measured; counts new evaluations."""
+        results: dict[tuple[str, Shape], Outcome] = {}
+        todo = []
+        for cand, shape in pairs:
+            key = (cand.id, shape)
+            if key in results:
+                continue
+            if key in self.known:
+                results[key] = self.known[key]
+            elif key in self.replay:  # measured before an interruption: same answer, no GPU time
+                results[key] = self.replay.pop(key)
+                self.state.spent += 1
+            else:
+                todo.append((cand, shape))
+                results[key] = None  # placeholder keeps the order
+        meta = lambda cand: {"generation": self.state.generation, "island": island_of.get(cand.id)}  # noqa: E731
+        for e in self.ev.evaluate(todo, meta=meta):
+            results[(e.kernel_id, e.shape)] = Outcome.of(e)
+            self.state.spent += 1
+            offer(self.archive, self.run_id, cell_of(e.shape), e)
+            if self.crash_after is not None and self.state.spent >= self.crash_after:
+                raise KeyboardInterrupt("simulated crash (test)")
+        for (kid, shape), outcome in results.items():
+            if outcome is not None and (kid, shape) not in self.known:
+                self.known[(kid, shape)] = outcome
+        return results
+
+    # ---- seeds ---------------------------------------------------------------------------
+    def _seeds(self) -> list[tuple[Island, Candidate, Shape]]:
+        out = []
+        num_sms = self.ev.num_sms
+        for isl in self.islands:
+            shapes = list(isl.shapes)
+            self.rng.shuffle(shapes)
+            for i in range(isl.capacity):
+                shape = shapes[i % len(shapes)]
+                fams = [isl.family] if isl.family else TENSOR_CORE_FAMILIES
+                fam = FAMILIES[fams[i % len(fams)]]
+                picks = fam.suggest(shape.M, shape.N, shape.K, num_sms)
+                params = picks[(i // len(shapes)) % len(picks)] if i < 2 * len(shapes) else fam.random(self.rng)
+                cand = fam.candidate(params)
+                if not cand.declaration.supports(shape, num_sms=num_sms):
+                    cand = FAMILIES["simt"].candidate(FAMILIES["simt"].default)  # covers every shape
+                out.append((isl, cand, shape))
+        return out
+
+    def initialize(self) -> None:
+        seeds = self._seeds()
+        for _, cand, _ in seeds:
+            self.candidates[cand.id] = cand
+            self.ev.prepare(cand)
+        island_of = {cand.id: isl.index for isl, cand, _ in seeds}
+        results = self._evaluate([(c, s) for _, c, s in seeds], island_of=island_of)
+        for isl, cand, shape in seeds:
+            o = results[(cand.id, shape)]
+            isl.add([Individual(cand.id, shape, o.speedup or 0.0)])
+            if o.status != Status.OK:
+                self.state.failures[str(o.status)] += 1
+        self.state.generation = 1
+        self.save()
+
+    # ---- one generation ------------------------------------------------------------------
+    def _context(self, shape: Shape, cand: Candidate) -> str:
+        return f"{shape.bucket}|{cand.family or 'other'}"
+
+    def _plan(self, isl: Island) -> Plan:
+        """Choose parents, shape and operator (all random choices happen here, in a fixed order)."""
+        parent = isl.select(1, self.rng)[0]
+        cand = self.candidates[parent.kernel_id]
+        shape = parent.shape if self.rng.random() < 0.8 else self.rng.choice(isl.shapes)
+        known = self.known.get((parent.kernel_id, shape))
+        parent_fit = parent.fitness if shape == parent.shape else (known.speedup if known else None)
+        context = self._context(shape, cand)
+        info = self._info([cand], shape)
+        allowed = [n for n, op in self.operators.items() if op.applies([cand], info)]
+        if not allowed:
+            return Plan(isl.index, "", None, shape, parent_fit, context, "no operator applies to this parent")
+        name = self.policy.choose(context, self.rng, allowed)
+        parents = [cand]
+        if getattr(self.operators[name], "arity", 1) == 2:
+            parents.append(self.candidates[isl.select(1, self.rng)[0].kernel_id])
+        plan = Plan(isl.index, name, None, shape, parent_fit, context)
+        plan.parents = parents
+        return plan
+
+    def _make_children(self, plans: list[Plan]) -> None:
+        """Apply the operators: structural ones in plan order (they draw from the RNG), LLM calls
+        concurrently (each is a network round trip)."""
+        llm = [p for p in plans if p.operator.startswith("llm:")]
+        for p in plans:
+            if p.operator and not p.operator.startswith("llm:"):
+                self._apply(p, self.rng)
+        if llm:
+            import concurrent.futures as cf
+            with cf.ThreadPoolExecutor(max_workers=max(1, self.c.llm.concurrency)) as pool:
+                list(pool.map(lambda p: self._apply(p, random.Random(0)), llm))
+
+    def _apply(self, p: Plan, rng: random.Random) -> None:
+        try:
+            p.candidate = self.operators[p.operator].apply(p.parents, rng, shape=p.shape,
+                                                           info=self._info(p.parents, p.shape))
+            p.failure = "" if p.candidate else "the operator does not apply to this parent"
+        except EvoError as e:
+            p.candidate, p.failure = None, str(e)
+
+    def _info(self, parents: list[Candidate], shape: Shape) -> dict:
+        """What was measured on the parents at this shape (for LLM prompts)."""
+        return {p.id: self.known.get((p.id, shape)) for p in parents}
+
+    def step(self) -> None:
+        g = self.state.generation
+        remaining = self.c.search.max_evaluations - self.state.spent
+        per_island = max(1, min(self.c.search.children_per_island, remaining // max(1, len(self.islands))))
+        plans = [self._plan(isl) for isl in self.islands for _ in range(per_island)]
+        self._make_children(plans)
+        for p in plans:
+            if p.candidate:
+                self.candidates.setdefault(p.candidate.id, p.candidate)
+                self.ev.prepare(p.candidate)
+        island_of = {p.candidate.id: p.island for p in plans if p.candidate}
+        fresh = {(p.candidate.id, p.shape) for p in plans if p.candidate and (p.candidate.id, p.shape) not in self.known}
+        results = self._evaluate([(p.candidate, p.shape) for p in plans if p.candidate], island_of=island_of)
+        for p in plans:  # in plan order: the same decisions whatever order results arrived in
+            if not p.operator:
+                continue
+            if not p.candidate:  # an LLM answer without a usable edit, an API error: a failed use
+                self.policy.update(p.context, p.operator, self.c.mutator.penalty_compile_error)
+                self.state.failures["operator_failed"] += 1
+                continue
+            o = results[(p.candidate.id, p.shape)]
+            duplicate = (p.candidate.id, p.shape) not in fresh
+            self.policy.update(p.context, p.operator, reward(o.status, o.speedup, p.parent_fitness,
+                                                             self.c.mutator, duplicate=duplicate))
+            if o.status != Status.OK:
+                self.state.failures[str(o.status)] += 1
+            self.islands[p.island].add([Individual(p.candidate.id, p.shape, o.speedup or 0.0)])
+        if self.c.search.transfer_every and g % self.c.search.transfer_every == 0:
+            self._transfer()
+        if self.c.islands.migration != "off" and g % self.c.islands.migration_interval == 0:
+            migrate(self.islands, topology=self.c.islands.migration, migrants=self.c.islands.migrants)
+        self.state.generation = g + 1
+
+    def _transfer(self) -> None:
+        """Try cell elites on their nearest neighbouring shapes (a winner is a good seed nearby)."""
+        elites = {Shape(r["M"], r["N"], r["K"]): r["kernel_id"] for r in
+                  self.archive.db.query("select * from elites where run_id = ? order by cell", [self.run_id])}
+        cells = sorted(elites)
+        self.rng.shuffle(cells)
+        pairs = []
+        for shape in cells[:len(self.islands)]:
+            kid = elites[shape]
+            near = sorted((s for s in self.shapes if s != shape and (kid, s) not in self.known),
+                          key=lambda s: _log_distance(s, shape))
+            if near and self.candidates.get(kid):
+                pairs.append((self.candidates[kid], near[0]))
+        if not pairs or self.state.spent + len(pairs) > self.c.search.max_evaluations:
+            return
+        results = self._evaluate(pairs, island_of={})
+        for cand, shape in pairs:
+            o = results[(cand.id, shape)]
+            if o.status == Status.OK:
+                for isl in self.islands:
+                    if shape in isl.shapes:
+                        isl.add([Individual(cand.id, shape, o.speedup or 0.0)])
+
+    # ---- the loop ------------------------------------------------------------------------
+    def done(self) -> str | None:
+        if self.state.spent >= self.c.search.max_evaluations:
+            return f"evaluation budget reached ({self.state.spent} evaluations)"
+        if self.c.search.max_wall_hours and self.state.elapsed_s >= self.c.search.max_wall_hours * 3600:
+            return f"wall-time budget reached ({self.state.elapsed_s / 3600:.2f} h)"
+        return None
+
+    def run(self) -> str:
+        started = time.monotonic()
+        base = self.state.elapsed_s
+        if self.state.generation == 0:
+            self.log(f"seeding {len(self.islands)} island(s) x {self.c.islands.population} on {len(self.shapes)} shapes")
+            self.initialize()
+            self.state.elapsed_s = base + time.monotonic() - started
+            self.save()
+            self.report()
+        while (reason := self.done()) is None:
+            self.step()
+            self.state.elapsed_s = base + time.monotonic() - started
+            self.save()
+            self.report()
+        return reason
+
+    def report(self) -> None:
+        if not self.c.search.progress:
+            return
+        rows = list(self.archive.db.query("select M, N, K, speedup from elites where run_id = ?", [self.run_id]))
+        by_bucket: dict[str, list] = {}
+        for r in rows:
+            by_bucket.setdefault(Shape(r["M"], r["N"], r["K"]).bucket, []).append(r["speedup"])
+        rate = self.state.spent / self.state.elapsed_s if self.state.elapsed_s else 0
+        best = "  ".join(f"{b}: {geomean(v):.2f}" for b, v in by_bucket.items() if geomean(v))
+        fails = ", ".join(f"{k} {v}" for k, v in self.state.failures.most_common(4)) or "none"
+        self.log(f"gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
+                 f"| {rate:.1f}/s | cells {len(rows)}/{len(self.shapes)} | geomean speedup by bucket: {best} "
+                 f"| failures: {fails}")
+
+
+def _log_distance(a: Shape, b: Shape) -> float:
+    return sum((math.log2(x) - math.log2(y)) ** 2 for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K)))
+
+
+def _rng_to_json(state) -> list:
+    version, internal, gauss = state
+    return [version, list(internal), gauss]
+
+
+def _rng_from_json(data) -> tuple:
+    return (data[0], tuple(data[1]), data[2])
+
+
+# ---- entry points -------------------------------------------------------------------------------
+def _start(c: EvoConfig, config_dict: dict, archive: Archive, run_id: int, log, **kw) -> str:
+    from mutators.llm import build_llm_operators
+    llm_ops, llm_note = build_llm_operators(c.llm, archive=archive, run_id=run_id, log=log)
+    log(llm_note)
+    ev = Evaluator(c.evaluator, archive=archive, run_id=run_id, log=log)
+    try:
+        ev.start()
+        if c.evaluator.backend == "simulated":
+            log("NOTE: evaluator=simulated: every time is MODELLED by the CPU test double, not measured")
+        search = Search(c, archive, run_id, ev, llm_operators=llm_ops, log=log, **kw)
+        if search.load():
+            log(f"resuming run {run_id} at generation {search.state.generation} "
+                f"({search.state.spent} evaluations done)")
+        archive.set_run_status(run_id, "running")
+        reason = search.run()
+        archive.set_run_status(run_id, "finished")
+        log(f"stopped: {reason}. Browse with `evo archive elites {archive.path}`; export with `evo export {archive.path}`")
+        return reason
+    except KeyboardInterrupt:
+        archive.set_run_status(run_id, "stopped")
+        raise
+    except BaseException:
+        archive.set_run_status(run_id, "failed")
+        raise
+    finally:
+        ev.close()
+
+
+def run_search(c: EvoConfig, raw=None, *, log=print, **kw) -> tuple[Archive, int, str]:
+    from evo.bench import _plain
+    config = _plain(raw) if raw is not None else _dataclass_dict(c)
+    archive = Archive.open(c.archive.path)
+    run_id = archive.start_run(kind="search", config=config, seed=c.search.seed, backend=c.evaluator.backend)
+    log(f"run {run_id} in {c.archive.path} (resume with `evo resume {c.archive.path}`)")
+    return archive, run_id, _start(c, config, archive, run_id, log, **kw)
+
+
+def resume(path: str, run_id: int | None = None, *, log=print, overrides: list[str] | None = None, **kw) -> str:
+    archive = Archive.open(path, create=False)
+    run = archive.run(run_id) if run_id else archive.last_run("search")
+    if run is None:
+        raise EvoError(f"{path} holds no search run to resume: start one with `evo run archive.path={path}`")
+    if run["status"] == "finished" and not overrides:
+        raise EvoError(f"run {run['id']} of {path} finished; raise its budget to continue, e.g. "
+                       f"`evo resume {path} search.max_evaluations=5000`")
+    config = json.loads(run["config_json"])
+    c = config_from_dict(config, overrides or [])
+    if overrides:
+        with archive.transaction():
+            archive.db.conn.execute("update runs set config_json = ? where id = ?",
+                                    [json.dumps(_dataclass_dict(c), sort_keys=True), run["id"]])
+    return _start(c, config, archive, run["id"], log, **kw)
+
+
+def config_from_dict(config: dict, overrides: list[str]) -> EvoConfig:
+    from omegaconf import OmegaConf
+    from evo.config import EvoConfig as Schema
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(Schema), config, OmegaConf.from_dotlist(overrides))
+    except Exception as e:
+        raise ConfigError(f"cannot use the stored or given configuration: {str(e).splitlines()[0]}") from None
+    return validate(cfg)
+
+
+def _dataclass_dict(c: EvoConfig) -> dict:
+    from omegaconf import OmegaConf
+    return OmegaConf.to_container(OmegaConf.structured(c), resolve=True)
+
+
+def resume_cli(argv: list[str]) -> None:
+    import argparse
+    p = argparse.ArgumentParser(prog="evo resume", description="Continue a stopped (or killed) search where it "
+                                "stopped. Overrides (key=value) change the stored configuration, e.g. the budget.")
+    p.add_argument("archive", help="the search's SQLite archive")
+    p.add_argument("--run", type=int, default=None, help="run id (default: the last search run)")
+    p.add_argument("overrides", nargs="*", help="e.g. search.max_evaluations=5000")
+    a = p.parse_args(argv)
+    resume(a.archive, a.run, overrides=a.overrides)

@@ -1,0 +1,8 @@
+"""Island populations: several populations evolve side by side, each with its own selection and
+optional specialization (a family, a FLOP bucket); the best individuals migrate between islands
+on a topology (ring by default) every few generations. Selection uses DEAP's tools.
+"""
+from islands.population import Individual, Island, make_islands
+from islands.migration import migrate
+
+__all__ = ["Individual", "Island", "make_islands", "migrate"]

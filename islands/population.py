@@ -1,0 +1,95 @@
+"""An island: a population of individuals (a kernel at its home shape, with its fitness)."""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from deap import tools
+
+from evo.shapes import Shape
+
+
+@dataclass
+class Individual:
+    kernel_id: str
+    shape: Shape  # the shape it is evaluated (and selected) on
+    fitness: float = 0.0  # speedup over the best library on `shape` (0 when incorrect)
+
+    def to_json(self) -> dict:
+        return {"kernel_id": self.kernel_id, "shape": str(self.shape), "fitness": self.fitness}
+
+    @staticmethod
+    def from_json(d: dict) -> "Individual":
+        return Individual(d["kernel_id"], Shape.parse(d["shape"]), d["fitness"])
+
+
+class _Fit:
+    """The shape DEAP's selection operators expect: `ind.fitness` with ordered values."""
+
+    def __init__(self, value: float):
+        self.values = (value,)
+        self.wvalues = (value,)
+        self.valid = True
+
+    def __lt__(self, other): return self.wvalues < other.wvalues
+    def __gt__(self, other): return self.wvalues > other.wvalues
+    def __le__(self, other): return self.wvalues <= other.wvalues
+    def __ge__(self, other): return self.wvalues >= other.wvalues
+
+
+class _Wrapped:
+    def __init__(self, ind: Individual):
+        self.ind = ind
+        self.fitness = _Fit(ind.fitness)
+
+
+@dataclass
+class Island:
+    index: int
+    shapes: list[Shape]  # the shapes this island works on
+    family: str | None = None  # specialization: the family its seeds come from (None: all)
+    members: list[Individual] = field(default_factory=list)
+    capacity: int = 12
+    tournament: int = 3
+
+    def select(self, k: int, rng: random.Random) -> list[Individual]:
+        """k parents by tournament (DEAP selTournament), run under our RNG."""
+        from mutators.structural import _with_rng
+        wrapped = [_Wrapped(i) for i in self.members]
+        chosen = _with_rng(rng, tools.selTournament, wrapped, k, tournsize=min(self.tournament, len(wrapped)))
+        return [w.ind for w in chosen]
+
+    def best(self, k: int = 1) -> list[Individual]:
+        return sorted(self.members, key=lambda i: -i.fitness)[:k]
+
+    def add(self, newcomers: list[Individual]) -> None:
+        """(mu + lambda): keep the best `capacity`, at most one individual per (kernel, shape)."""
+        seen, kept = set(), []
+        for ind in sorted(self.members + newcomers, key=lambda i: -i.fitness):
+            key = (ind.kernel_id, ind.shape)
+            if key not in seen:
+                seen.add(key)
+                kept.append(ind)
+        self.members = kept[:self.capacity]
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "shapes": [str(s) for s in self.shapes], "family": self.family,
+                "members": [m.to_json() for m in self.members]}
+
+    def load(self, d: dict) -> None:
+        self.members = [Individual.from_json(m) for m in d["members"]]
+
+
+def make_islands(n: int, shapes: list[Shape], *, specialize: str, families: list[str], capacity: int,
+                 tournament: int) -> list[Island]:
+    """n islands; with specialize=family each gets a family in turn, with =bucket a share of the shapes."""
+    islands = []
+    buckets = sorted({s.bucket for s in shapes}, key=lambda b: min(s.flops for s in shapes if s.bucket == b))
+    for i in range(n):
+        mine = shapes
+        if specialize == "bucket" and len(buckets) > 1:
+            mine_buckets = buckets[i % len(buckets)::n] if n < len(buckets) else [buckets[i % len(buckets)]]
+            mine = [s for s in shapes if s.bucket in mine_buckets] or shapes
+        family = families[i % len(families)] if specialize == "family" else None
+        islands.append(Island(i, list(mine), family, capacity=capacity, tournament=tournament))
+    return islands

@@ -1,0 +1,104 @@
+"""Clients that answer prompts: the Anthropic Messages API, or replay from an earlier archive.
+
+Both return a `Reply`; both are safe to call from several threads (a semaphore bounds the
+number of requests in flight). Retries with backoff on rate limits, overload, server errors and
+timeouts are the SDK's own (max_retries, timeout).
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import dataclass
+
+from evo.config import LLMConfig
+from evo.errors import ConfigError, EvoError
+
+# USD per million tokens: input, output, cache write, cache read (list prices; an estimate).
+PRICES = {
+    "claude-opus-4": (15.0, 75.0, 18.75, 1.50),
+    "claude-sonnet-4": (3.0, 15.0, 3.75, 0.30),
+    "claude-haiku-4": (1.0, 5.0, 1.25, 0.10),
+    "claude-3-5-haiku": (0.8, 4.0, 1.0, 0.08),
+}
+DEFAULT_PRICE = PRICES["claude-sonnet-4"]
+
+
+class LLMCallError(EvoError):
+    """The request failed after the SDK's retries (or no recorded answer exists in replay)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    latency_s: float = 0.0
+    replayed: bool = False
+
+    @property
+    def cost_usd(self) -> float:
+        if self.replayed:
+            return 0.0
+        price = next((p for prefix, p in PRICES.items() if self.model.startswith(prefix)), DEFAULT_PRICE)
+        tokens = (self.input_tokens, self.output_tokens, self.cache_write_tokens, self.cache_read_tokens)
+        return sum(t * p for t, p in zip(tokens, price)) / 1e6
+
+
+def prompt_hash(model: str, system: str, prompt: str) -> str:
+    return hashlib.sha256("\0".join((model, system, prompt)).encode()).hexdigest()[:32]
+
+
+class AnthropicClient:
+    def __init__(self, cfg: LLMConfig):
+        import anthropic
+        self.cfg = cfg
+        self._sdk = anthropic
+        self.client = anthropic.Anthropic(base_url=cfg.base_url or None, max_retries=cfg.max_retries,
+                                          timeout=cfg.timeout_s)
+        self._slots = threading.BoundedSemaphore(cfg.concurrency)
+
+    def complete(self, system: str, prompt: str) -> Reply:
+        start = time.monotonic()
+        with self._slots:
+            try:
+                resp = self.client.messages.create(
+                    model=self.cfg.model, max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature,
+                    # the stable part (ABI, GPU facts, rules) is cached between calls
+                    system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+                    messages=[{"role": "user", "content": prompt}])
+            except self._sdk.APIError as e:
+                raise LLMCallError(f"{type(e).__name__}: {str(e)[:300]}") from None
+        text = "".join(getattr(b, "text", "") for b in resp.content)
+        u = resp.usage
+        return Reply(text, resp.model or self.cfg.model, u.input_tokens or 0, u.output_tokens or 0,
+                     getattr(u, "cache_creation_input_tokens", 0) or 0, getattr(u, "cache_read_input_tokens", 0) or 0,
+                     time.monotonic() - start)
+
+
+class ReplayClient:
+    """Answers with the responses recorded in another archive, matched by prompt (model, system, text)."""
+
+    def __init__(self, cfg: LLMConfig):
+        from archive import Archive
+        self.cfg = cfg
+        source = Archive.open(cfg.replay_from, create=False)
+        self.answers: dict[str, list[str]] = {}
+        for row in source.db.query("select prompt_hash, response from llm_calls where response is not null order by id"):
+            self.answers.setdefault(row["prompt_hash"], []).append(row["response"])
+        source.close()
+        if not self.answers:
+            raise ConfigError(f"llm.replay_from={cfg.replay_from} holds no recorded LLM responses")
+        self._lock = threading.Lock()
+
+    def complete(self, system: str, prompt: str) -> Reply:
+        key = prompt_hash(self.cfg.model, system, prompt)
+        with self._lock:
+            queue = self.answers.get(key)
+            if not queue:
+                raise LLMCallError("replay: no recorded response for this prompt")
+            text = queue.pop(0) if len(queue) > 1 else queue[0]
+        return Reply(text, self.cfg.model, replayed=True)

@@ -1,0 +1,28 @@
+"""Rewards for the operator policy: what one use of an operator earned."""
+from __future__ import annotations
+
+import math
+
+from evo.config import MutatorConfig
+from evo.evaluation.records import Status
+
+CLIP = 1.0
+
+
+def reward(status: Status | None, child_speedup: float | None, parent_speedup: float | None,
+           cfg: MutatorConfig, *, duplicate: bool = False) -> float:
+    """log(child / parent speedup), clipped to [-1, 1]; penalties for failures; small for duplicates."""
+    if duplicate:
+        return -0.1
+    if status is None or status in (Status.REJECTED, Status.COMPILE_ERROR, Status.COMPILE_TIMEOUT):
+        return cfg.penalty_compile_error
+    if status in (Status.INCORRECT, Status.INCORRECT_AFTER_TIMING, Status.MEMORY_VIOLATION):
+        return cfg.penalty_incorrect
+    if status in (Status.FAULT, Status.TIMEOUT, Status.LAUNCH_ERROR):
+        return cfg.penalty_crash
+    if status in (Status.UNSUPPORTED, Status.BAD_LAUNCH):
+        return -0.5
+    if status == Status.WORKER_ERROR or not child_speedup:
+        return 0.0
+    base = parent_speedup if parent_speedup and parent_speedup > 0 else 1.0
+    return max(-CLIP, min(CLIP, math.log(child_speedup / base)))
