@@ -1,0 +1,129 @@
+"""The search with the CPU test double: budgets, ablations, and resume after a crash or kill -9."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from archive import Archive
+from evo.cli import compose
+from evo.search import resume, run_search
+from islands import Individual, Island, migrate
+from mutators.policy import OperatorPolicy
+from evo.shapes import Shape
+
+BASE = ["evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,77x4096x4096,1024x1024x1024]",
+        "search.max_evaluations=40", "islands.n=2", "islands.population=4", "search.children_per_island=4",
+        "search.seed=7", "llm=none", "search.progress=false", "islands.migration_interval=2",
+        "search.transfer_every=2", "evaluator.timeout_s=10"]
+
+
+def config(tmp_path, name, *extra):
+    return compose(BASE + [f"archive.path={tmp_path / name}", *extra])
+
+
+def fingerprint(path):
+    a = Archive.open(path)
+    run = a.last_run("search")["id"]
+    evals = sorted((r["generation"], r["kernel_id"], r["M"], r["N"], r["K"], r["status"]) for r in a.db.query(
+        "select generation, kernel_id, M, N, K, status from evaluations where run_id = ?", [run]))
+    islands = [json.loads(r["population_json"])["members"] for r in
+               a.db.query("select * from island_state where run_id = ? order by island", [run])]
+    elites = sorted((r["cell"], r["kernel_id"]) for r in a.db.query("select * from elites where run_id = ?", [run]))
+    return {"evaluations": evals, "islands": islands, "elites": elites, "policy": a.get_state(run, "policy"),
+            "search": a.get_state(run, "search")["spent"], "status": a.run(run)["status"]}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("search")
+    c, raw = config(tmp, "a.sqlite")
+    run_search(c, raw, log=lambda s: None)
+    return fingerprint(tmp / "a.sqlite")
+
+
+def test_search_respects_the_budget_and_fills_every_cell(uninterrupted):
+    assert uninterrupted["status"] == "finished"
+    assert 40 <= uninterrupted["search"] <= 44
+    assert len(uninterrupted["elites"]) == 3
+    assert len(uninterrupted["islands"]) == 2 and all(len(m) == 4 for m in uninterrupted["islands"])
+    assert uninterrupted["policy"]["uses"]
+
+
+def test_resume_after_a_crash_makes_the_same_decisions(tmp_path, uninterrupted):
+    c, raw = config(tmp_path, "b.sqlite")
+    with pytest.raises(KeyboardInterrupt):
+        run_search(c, raw, log=lambda s: None, crash_after=23)
+    assert Archive.open(tmp_path / "b.sqlite").last_run("search")["status"] == "stopped"
+    resume(str(tmp_path / "b.sqlite"), log=lambda s: None)
+    assert fingerprint(tmp_path / "b.sqlite") == uninterrupted
+
+
+def test_resume_after_kill_minus_9(tmp_path, uninterrupted):
+    path = tmp_path / "c.sqlite"
+    cmd = [sys.executable, "-m", "evo", "run", *BASE, f"archive.path={path}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        try:
+            a = Archive.open(path, create=False)
+            n = a.count("evaluations")
+            a.close()
+        except Exception:
+            n = 0
+        if n >= 8:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)  # the search and its workers, at once
+    proc.wait()
+    assert 8 <= Archive.open(path).count("evaluations") < 40
+    out = subprocess.run([sys.executable, "-m", "evo", "resume", str(path)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "resuming run 1 at generation" in out.stdout
+    assert fingerprint(path) == {**uninterrupted}
+
+
+def test_resume_refuses_a_finished_run_without_a_new_budget(tmp_path):
+    from evo.errors import EvoError
+    c, raw = config(tmp_path, "d.sqlite", "search.max_evaluations=10")
+    run_search(c, raw, log=lambda s: None)
+    with pytest.raises(EvoError, match="finished; raise its budget"):
+        resume(str(tmp_path / "d.sqlite"), log=lambda s: None)
+    resume(str(tmp_path / "d.sqlite"), overrides=["search.max_evaluations=20"], log=lambda s: None)
+    assert Archive.open(tmp_path / "d.sqlite").get_state(1, "search")["spent"] >= 20
+
+
+def test_uniform_policy_and_single_island_ablations_run(tmp_path):
+    c, raw = config(tmp_path, "e.sqlite", "+experiment=ablation_uniform", "islands.n=1", "islands.migration=off",
+                    "search.max_evaluations=16")
+    assert c.mutator.policy == "uniform" and c.islands.n == 1 and c.islands.migration == "off"
+    run_search(c, raw, log=lambda s: None)
+    state = Archive.open(tmp_path / "e.sqlite").get_state(1, "policy")
+    assert state["kind"] == "uniform" and state["logits"] == {}
+
+
+def test_policy_learns_to_prefer_the_rewarding_operator():
+    import random
+    p = OperatorPolicy(["good", "bad", "meh"], learning_rate=0.3, min_probability=0.05)
+    rng = random.Random(0)
+    for _ in range(300):
+        op = p.choose("ctx", rng)
+        p.update("ctx", op, {"good": 0.5, "bad": -1.0, "meh": 0.0}[op])
+    probs = p.probabilities("ctx")
+    assert probs["good"] > 0.8 and probs["bad"] >= 0.05 - 1e-9
+    assert abs(sum(probs.values()) - 1) < 1e-9
+    assert OperatorPolicy(["a", "b"], kind="uniform").probabilities("x") == {"a": 0.5, "b": 0.5}
+
+
+def test_migration_on_a_ring_moves_the_best():
+    s = Shape(64, 64, 64)
+    islands = [Island(i, [s], capacity=3) for i in range(3)]
+    for i, isl in enumerate(islands):
+        isl.add([Individual(f"k{i}{j}", s, fitness=i + j / 10) for j in range(3)])
+    moved = migrate(islands, topology="ring", migrants=1)
+    assert moved == 3
+    assert any(m.kernel_id == "k22" for m in islands[0].members)  # island 2's best reached island 0
+    assert migrate(islands, topology="off", migrants=1) == 0
