@@ -59,8 +59,8 @@ class MutatorConfig:
 @dataclass
 class LLMConfig:
     backend: str = "auto"  # auto (anthropic if ANTHROPIC_API_KEY is set, else none) | none | anthropic | replay
-    model: str = "claude-sonnet-4-5"
-    temperature: float = 0.7
+    model: str = "claude-sonnet-5"
+    temperature: Optional[float] = None  # None: the model's default (some models take no temperature)
     max_tokens: int = 8000
     budget_usd: float = 20.0
     concurrency: int = 4

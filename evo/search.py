@@ -69,14 +69,16 @@ class SearchState:
     spent: int = 0  # (kernel, shape) evaluations made by this run
     elapsed_s: float = 0.0
     failures: Counter = field(default_factory=Counter)
+    stalled: int = 0  # generations in a row without a new evaluation
 
     def to_json(self) -> dict:
         return {"generation": self.generation, "spent": self.spent, "elapsed_s": self.elapsed_s,
-                "failures": dict(self.failures)}
+                "failures": dict(self.failures), "stalled": self.stalled}
 
     @staticmethod
     def from_json(d: dict) -> "SearchState":
-        return SearchState(d["generation"], d["spent"], d["elapsed_s"], Counter(d.get("failures", {})))
+        return SearchState(d["generation"], d["spent"], d["elapsed_s"], Counter(d.get("failures", {})),
+                           d.get("stalled", 0))
 
 
 class Search:
@@ -236,6 +238,9 @@ class Search:
             import concurrent.futures as cf
             with cf.ThreadPoolExecutor(max_workers=max(1, self.c.llm.concurrency)) as pool:
                 list(pool.map(lambda p: self._apply(p, random.Random(0)), llm))
+            for recorder in {id(op.recorder): op.recorder for op in self.operators.values()
+                             if hasattr(op, "recorder")}.values():
+                recorder.flush()  # the calls' rows, written from this (the main) thread
 
     def _apply(self, p: Plan, rng: random.Random) -> None:
         try:
@@ -251,6 +256,7 @@ class Search:
 
     def step(self) -> None:
         g = self.state.generation
+        spent_before = self.state.spent
         remaining = self.c.search.max_evaluations - self.state.spent
         per_island = max(1, min(self.c.search.children_per_island, remaining // max(1, len(self.islands))))
         plans = [self._plan(isl) for isl in self.islands for _ in range(per_island)]
@@ -280,6 +286,7 @@ class Search:
             self._transfer()
         if self.c.islands.migration != "off" and g % self.c.islands.migration_interval == 0:
             migrate(self.islands, topology=self.c.islands.migration, migrants=self.c.islands.migrants)
+        self.state.stalled = self.state.stalled + 1 if self.state.spent == spent_before else 0
         self.state.generation = g + 1
 
     def _transfer(self) -> None:
@@ -306,7 +313,12 @@ class Search:
                         isl.add([Individual(cand.id, shape, o.speedup or 0.0)])
 
     # ---- the loop ------------------------------------------------------------------------
+    STALL_GENERATIONS = 20
+
     def done(self) -> str | None:
+        if self.state.stalled >= self.STALL_GENERATIONS:
+            return (f"stalled: {self.state.stalled} generations in a row produced no new kernel to evaluate "
+                    f"(all duplicates or failed operator uses)")
         if self.state.spent >= self.c.search.max_evaluations:
             return f"evaluation budget reached ({self.state.spent} evaluations)"
         if self.c.search.max_wall_hours and self.state.elapsed_s >= self.c.search.max_wall_hours * 3600:

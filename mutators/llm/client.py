@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from evo.config import LLMConfig
 from evo.errors import ConfigError, EvoError
 
-# USD per million tokens: input, output, cache write, cache read (list prices; an estimate).
+# USD per million tokens by model family: input, output, cache write, cache read. List prices, used
+# as an estimate: the archive records tokens too, so costs can be recomputed.
 PRICES = {
-    "claude-opus-4": (15.0, 75.0, 18.75, 1.50),
-    "claude-sonnet-4": (3.0, 15.0, 3.75, 0.30),
-    "claude-haiku-4": (1.0, 5.0, 1.25, 0.10),
-    "claude-3-5-haiku": (0.8, 4.0, 1.0, 0.08),
+    "claude-opus": (5.0, 25.0, 6.25, 0.50),
+    "claude-sonnet": (3.0, 15.0, 3.75, 0.30),
+    "claude-haiku": (1.0, 5.0, 1.25, 0.10),
 }
-DEFAULT_PRICE = PRICES["claude-sonnet-4"]
+DEFAULT_PRICE = PRICES["claude-sonnet"]
 
 
 class LLMCallError(EvoError):
@@ -65,8 +65,10 @@ class AnthropicClient:
         start = time.monotonic()
         with self._slots:
             try:
+                # this SDK has no temperature argument: it travels in the body when configured
+                extra = {"temperature": self.cfg.temperature} if self.cfg.temperature is not None else None
                 resp = self.client.messages.create(
-                    model=self.cfg.model, max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature,
+                    model=self.cfg.model, max_tokens=self.cfg.max_tokens, extra_body=extra,
                     # the stable part (ABI, GPU facts, rules) is cached between calls
                     system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
                     messages=[{"role": "user", "content": prompt}])

@@ -1,0 +1,203 @@
+"""LLM operators through the real anthropic SDK against a local fake of the Messages API."""
+import re
+
+import pytest
+
+from archive import Archive
+from evo.config import LLMConfig
+from evo.errors import ConfigError
+from evo.families import FAMILIES
+from evo.static_checks import check_source
+from evo.shapes import Shape
+from mutators.llm import build_llm_operators
+from mutators.llm.edits import EditError, apply_answer
+from mutators.llm.operator import OperatorFailure
+from tests.fake_anthropic import FakeAnthropic, error, message, prompt_of, source_in
+
+PARENT = FAMILIES["ampere"].candidate(dict(FAMILIES["ampere"].default, STAGES=2))
+SHAPE = Shape(1024, 1024, 1024)
+
+
+def edit(search: str, replace: str) -> str:
+    return f"Here is the change.\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
+
+
+def deepen(prompt: str) -> str:
+    """A real edit: two more pipeline stages, with the shared-memory declaration kept consistent."""
+    src = source_in(prompt)
+    stages = int(re.search(r"#define STAGES (\d+)", src).group(1))
+    smem = int(re.search(r"// @evo smem     = (\d+)", src).group(1))
+    new = min(stages + 2, 5)
+    return (edit(f"#define STAGES {stages}", f"#define STAGES {new}")
+            + edit(f"// @evo smem     = {smem}", f"// @evo smem     = {smem // stages * new}"))
+
+
+@pytest.fixture
+def llm_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    archive = Archive.open(tmp_path / "llm.sqlite")
+    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
+    return archive, run
+
+
+def operators(server, archive, run, **cfg):
+    c = LLMConfig(backend="anthropic", base_url=server.url, max_retries=cfg.pop("max_retries", 2),
+                  timeout_s=cfg.pop("timeout_s", 10), prompts=cfg.pop("prompts", ["deepen_pipeline"]), **cfg)
+    ops, note = build_llm_operators(c, archive=archive, run_id=run)
+    return ops, note
+
+
+def calls(archive):
+    return list(archive.db.query("select * from llm_calls order by id"))
+
+
+def test_rate_limit_then_success_makes_a_child(llm_env):
+    archive, run = llm_env
+    behaviour = lambda req, n: (429, error("rate_limit_error", "slow down"), 0) if n == 1 else (200, message(deepen(prompt_of(req))), 0)  # noqa: E731
+    with FakeAnthropic(behaviour) as server:
+        ops, note = operators(server, archive, run)
+        child = ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
+        assert len(server.requests) == 2
+        req = server.requests[-1]
+        assert req["system"][0]["cache_control"] == {"type": "ephemeral"}  # the stable part is cached
+        assert "M=1024, N=1024, K=1024" in prompt_of(req)
+    assert "#define STAGES 4" in child.source and child.parents == (PARENT.id,)
+    assert check_source(child.source) == []
+    (row,) = calls(archive)
+    assert row["outcome"] == "child" and row["kernel_id"] == child.id and row["cost_usd"] > 0
+    assert row["input_tokens"] == 1000 and row["output_tokens"] == 200 and row["latency_s"] > 0
+
+
+def test_server_errors_are_a_failed_use_not_a_crash(llm_env):
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (500, error("api_error", "boom"), 0)) as server:
+        ops, _ = operators(server, archive, run, max_retries=1)
+        with pytest.raises(OperatorFailure, match="InternalServerError"):
+            ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
+        assert len(server.requests) == 2  # one retry by the SDK
+    assert calls(archive)[0]["outcome"] == "api_error"
+
+
+def test_an_answer_without_edits_is_a_failed_use(llm_env):
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, message("I would rather not change anything."), 0)) as server:
+        ops, _ = operators(server, archive, run)
+        with pytest.raises(OperatorFailure, match="no SEARCH/REPLACE"):
+            ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
+    row = calls(archive)[0]
+    assert row["outcome"] == "no_edit" and row["response"].startswith("I would rather")
+
+
+def test_an_edit_that_breaks_the_abi_is_rejected_before_compiling(llm_env):
+    archive, run = llm_env
+    bad = edit("half* __restrict__ C, int M, int N, int K)", "float* __restrict__ C, int M, int N, int K)")
+    with FakeAnthropic(lambda req, n: (200, message(bad), 0)) as server:
+        ops, _ = operators(server, archive, run)
+        child = ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
+    assert any(r.rule == "abi" for r in check_source(child.source))
+
+
+def test_a_slow_answer_times_out(llm_env):
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, message("late"), 3.0)) as server:
+        ops, _ = operators(server, archive, run, timeout_s=1, max_retries=0)
+        with pytest.raises(OperatorFailure, match="Timeout"):
+            ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
+
+
+def test_a_very_long_answer_is_refused(llm_env):
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, message("x" * 250_000), 0)) as server:
+        ops, _ = operators(server, archive, run)
+        with pytest.raises(OperatorFailure, match="longer than"):
+            ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
+
+
+def test_budget_stops_the_llm_operators(llm_env):
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, message(deepen(prompt_of(req)), input_tokens=2_000_000), 0)) as server:
+        ops, _ = operators(server, archive, run, budget_usd=5.0)
+        op = ops["llm:deepen_pipeline"]
+        assert op.applies([PARENT], {})
+        op.apply([PARENT], None, shape=SHAPE, info={})  # 2M input tokens at $3/M: $6
+        assert not op.applies([PARENT], {})
+        with pytest.raises(OperatorFailure, match="budget"):
+            op.apply([PARENT], None, shape=SHAPE, info={})
+        assert len(server.requests) == 1
+
+
+def test_replay_answers_from_a_previous_archive(llm_env, tmp_path):
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, message(deepen(prompt_of(req))), 0)) as server:
+        ops, _ = operators(server, archive, run)
+        original = ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
+    c = LLMConfig(backend="replay", replay_from=str(archive.path), prompts=["deepen_pipeline"])
+    replay, note = build_llm_operators(c, archive=None, run_id=None)
+    assert "replay" in note
+    again = replay["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
+    assert again.id == original.id
+
+
+def test_without_a_key(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    ops, note = build_llm_operators(LLMConfig(backend="auto"))
+    assert ops == {} and "structural operators only" in note
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        build_llm_operators(LLMConfig(backend="anthropic"))
+
+
+def test_edit_parsing():
+    src = "a\nb  \nc\n"
+    assert apply_answer(src, edit("b", "B"), "search_replace") == "a\nB  \nc\n"
+    assert apply_answer("a\nb  \nc\n", edit("a\nb\nc", "x"), "search_replace") == "x\n"  # trailing spaces tolerated
+    with pytest.raises(EditError, match="does not occur"):
+        apply_answer(src, edit("zzz", "y"), "search_replace")
+    with pytest.raises(EditError, match="occurs 2 times"):
+        apply_answer("x\nx\n", edit("x", "y"), "search_replace")
+    full = "```cuda\nextern \"C\" __global__ void hgemm() {}\n```"
+    assert apply_answer(src, full, "full").startswith("extern")
+
+
+def test_every_prompt_template_renders():
+    from mutators.llm.prompts import load_templates
+    templates = load_templates()
+    assert len(templates) >= 10
+    for t in templates:
+        text = t.render(M=1, N=2, K=3, shape="1x2x3", parent_source="SRC", parent_measurements="MEAS",
+                        other_source="OTHER", other_measurements="OM", error="ERR", edit_rules="RULES")
+        assert "SRC" in text and "RULES" in text
+
+
+def test_search_policy_learns_which_prompt_improves_kernels(monkeypatch, tmp_path, compile_cache):
+    """The fake server answers deepen_pipeline with real, improving edits and retile with junk."""
+    from evo.cli import compose
+    from evo.search import run_search
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+
+    def behaviour(req, n):
+        prompt = prompt_of(req)
+        if prompt.startswith("Operator: deepen_pipeline"):
+            src = source_in(prompt)
+            if "#define STAGES" in src and "// @evo smem     =" in src and "#define STAGES 5" not in src:
+                return 200, message(deepen(prompt)), 0
+            return 200, message(edit("#define GROUP_M 8", "#define GROUP_M 1")), 0
+        return 200, message("Retiling would not help here."), 0
+
+    with FakeAnthropic(behaviour) as server:
+        c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[1024x1024x1024,4096x4096x1024]",
+                          "llm=anthropic", f"llm.base_url={server.url}", "llm.prompts=[deepen_pipeline,retile]",
+                          "mutator.structural=[]", "search.max_evaluations=60", "islands.n=1",
+                          "islands.population=4", "search.children_per_island=6", "search.progress=false",
+                          f"archive.path={tmp_path / 's.sqlite'}", "mutator.learning_rate=0.5",
+                          "islands.specialize=none", "search.seed=3"])
+        archive, run_id, _ = run_search(c, raw, log=lambda s: None)
+    policy = archive.get_state(run_id, "policy")
+    uses = {op: n for ctx in policy["uses"].values() for op, n in ctx.items()}
+    assert uses.get("llm:deepen_pipeline", 0) > uses.get("llm:retile", 0)
+    final = archive.db.query("select state_json from policy_state where run_id = ? order by id desc limit 1", [run_id])
+    import json
+    probs = json.loads(next(final)["state_json"])["probabilities"]
+    learned = [p for p in probs.values() if "llm:retile" in p]
+    assert learned and all(p["llm:deepen_pipeline"] > p["llm:retile"] for p in learned)
+    outcomes = {r["outcome"] for r in archive.db.query("select outcome from llm_calls")}
+    assert {"child", "no_edit"} <= outcomes
