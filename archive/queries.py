@@ -1,0 +1,84 @@
+"""Read-only queries for browsing an archive (the CLI, reports and export use these)."""
+from __future__ import annotations
+
+import json
+
+from archive.store import Archive
+
+
+def resolve_run(a: Archive, run_id: int | None, kind: str | None = None) -> dict:
+    if run_id:
+        return a.run(run_id)
+    run = a.last_run(kind) or a.last_run()
+    if run is None:
+        from evo.errors import ArchiveError
+        raise ArchiveError(f"{a.path} holds no runs yet")
+    return run
+
+
+def elites(a: Archive, run_id: int) -> list[dict]:
+    """Best kernel per shape with its time, each library's time (same GPU, same mode) and roofline."""
+    rows = []
+    for e in a.db.query("""
+            select c.cell, c.M, c.N, c.K, c.kernel_id, c.time_ms, c.speedup, v.mode, v.gpu, v.backend,
+                   v.best_library, v.best_library_ms, v.roofline_fraction, v.created_at, v.launch_json,
+                   k.family, k.operator, k.params_json
+            from elites c join evaluations v on v.id = c.evaluation_id join kernels k on k.id = c.kernel_id
+            where c.run_id = ? order by c.M * c.N * c.K, c.M, c.N, c.K""", [run_id]):
+        libs = {r["library"]: r["time_ms"] for r in a.db.query(
+            "select library, time_ms from baselines where gpu = ? and backend = ? and M = ? and N = ? and K = ? "
+            "and mode = ? and status = 'ok'", [e["gpu"], e["backend"], e["M"], e["N"], e["K"], e["mode"]])}
+        rows.append({**e, "libraries": libs,
+                     **{f"vs_{lib}": ms / e["time_ms"] for lib, ms in libs.items() if e["time_ms"]}})
+    return rows
+
+
+def kernel(a: Archive, kernel_id: str) -> dict:
+    rows = list(a.db.query("select * from kernels where id = ? or id like ?", [kernel_id, kernel_id + "%"]))
+    if not rows:
+        from evo.errors import ArchiveError
+        raise ArchiveError(f"no kernel {kernel_id!r} in {a.path}")
+    if len(rows) > 1:
+        from evo.errors import ArchiveError
+        raise ArchiveError(f"{kernel_id!r} matches {len(rows)} kernels: give more of its id")
+    k = rows[0]
+    k["compiles"] = list(a.db.query("select status, registers, smem_static, stack, spill_stores, spill_loads, "
+                                    "seconds, log from compiles where kernel_id = ?", [k["id"]]))
+    k["evaluations"] = list(a.db.query(
+        "select id, run_id, M, N, K, status, mode, time_ms, speedup, best_library, roofline_fraction, backend, gpu, "
+        "error, created_at from evaluations where kernel_id = ? order by id", [k["id"]]))
+    k["llm_calls"] = list(a.db.query("select id, operator, model, prompt, response, outcome, cost_usd from llm_calls "
+                                     "where kernel_id = ?", [k["id"]]))
+    return k
+
+
+def lineage(a: Archive, kernel_id: str, depth: int = 50) -> list[dict]:
+    """Ancestors, nearest first: (kernel, operator, parents, depth)."""
+    out, frontier, seen = [], [(kernel(a, kernel_id)["id"], 0)], set()
+    while frontier:
+        kid, d = frontier.pop(0)
+        if kid in seen or d > depth:
+            continue
+        seen.add(kid)
+        row = next(a.db.query("select id, family, operator, parents_json, params_json from kernels where id = ?", [kid]), None)
+        if row is None:
+            continue
+        parents = json.loads(row["parents_json"] or "[]")
+        best = next(a.db.query("select max(speedup) as s from evaluations where kernel_id = ?", [kid]))["s"]
+        out.append({"depth": d, "kernel_id": kid, "family": row["family"], "operator": row["operator"],
+                    "parents": parents, "best_speedup": best})
+        frontier += [(p, d + 1) for p in parents]
+    return out
+
+
+def failures(a: Archive, run_id: int) -> list[dict]:
+    return list(a.db.query("""select status, operator, count(*) as count from evaluations
+                              where run_id = ? and status != 'ok' group by status, operator
+                              order by count desc""", [run_id]))
+
+
+def llm_usage(a: Archive, run_id: int) -> list[dict]:
+    return list(a.db.query("""select operator, outcome, count(*) as calls, sum(input_tokens) as input_tokens,
+                                     sum(output_tokens) as output_tokens, sum(cache_read_tokens) as cache_read_tokens,
+                                     round(sum(cost_usd), 4) as cost_usd, round(avg(latency_s), 2) as avg_latency_s
+                              from llm_calls where run_id = ? group by operator, outcome order by operator""", [run_id]))

@@ -1,0 +1,145 @@
+"""`evo archive`: browse an archive from the terminal (tables), or as JSON for scripts (--json)."""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from pathlib import Path
+
+from archive import Archive
+from archive import queries as q
+from evo.tables import format_table
+
+
+def _emit(args, rows, columns, headers=None) -> None:
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+    elif rows:
+        print(format_table(rows, columns, headers))
+    else:
+        print("(nothing)")
+
+
+def cmd_runs(args) -> None:
+    paths = args.archives or sorted(str(p) for p in Path("runs").glob("*.sqlite"))
+    if not paths:
+        print("no archives given and none under runs/: `evo archive runs PATH`")
+        return
+    rows = []
+    for p in paths:
+        for r in Archive.open(p, create=False).runs():
+            rows.append({"archive": p, **r})
+    _emit(args, rows, ["archive", "id", "kind", "status", "backend", "created_at", "evaluations", "correct",
+                       "kernels", "cells"])
+
+
+def cmd_elites(args) -> None:
+    a = Archive.open(args.archive, create=False)
+    run = q.resolve_run(a, args.run)
+    rows = q.elites(a, run["id"])
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+        return
+    for r in rows:
+        r["shape"], r["time_us"] = r["cell"], r["time_ms"] * 1e3
+        r["kernel"] = r["kernel_id"][:12]
+        r["made_by"] = f"{r['family'] or '-'}/{r['operator']}"
+    libs = sorted({lib for r in rows for lib in r["libraries"]})
+    if any(r["backend"] == "simulated" for r in rows):
+        print("NOTE: backend=simulated: these times are MODELLED by the CPU test double, not measured")
+    _emit(args, rows, ["shape", "kernel", "made_by", "time_us", *[f"vs_{l}" for l in libs], "roofline_fraction", "mode"],
+          ["shape", "kernel", "family/operator", "time_us", *[f"x_{l}" for l in libs], "roofline", "mode"])
+
+
+def cmd_show(args) -> None:
+    a = Archive.open(args.archive, create=False)
+    k = q.kernel(a, args.kernel)
+    if args.json:
+        print(json.dumps(k, indent=1, default=str))
+        return
+    print(f"kernel {k['id']}  family {k['family']}  operator {k['operator']}  parents {k['parents_json']}")
+    print(f"params {k['params_json']}\ndeclaration {k['declaration_json']}")
+    for c in k["compiles"]:
+        print(f"compile {c['status']}: {c['registers']} registers, {c['smem_static']} B static smem, "
+              f"{c['spill_stores']} B spills, {c['stack']} B stack, {c['seconds']:.1f} s")
+        if c["status"] != "ok":
+            print(c["log"])
+    print()
+    print(format_table(k["evaluations"], ["id", "run_id", "M", "N", "K", "status", "mode", "time_ms", "speedup",
+                                          "best_library", "roofline_fraction", "backend"]))
+    for call in k["llm_calls"]:
+        print(f"\n--- made by LLM call {call['id']} ({call['operator']}, {call['model']}, ${call['cost_usd'] or 0:.4f})")
+        print(call["prompt"])
+    print("\n--- source\n" + k["source"])
+
+
+def cmd_lineage(args) -> None:
+    a = Archive.open(args.archive, create=False)
+    rows = q.lineage(a, args.kernel)
+    for r in rows:
+        r["kernel"] = "  " * r["depth"] + r["kernel_id"][:12]
+        r["parents"] = ", ".join(p[:12] for p in r["parents"])
+    _emit(args, rows, ["kernel", "family", "operator", "best_speedup", "parents"])
+
+
+def cmd_diff(args) -> None:
+    a = Archive.open(args.archive, create=False)
+    ka, kb = q.kernel(a, args.a), q.kernel(a, args.b)
+    diff = difflib.unified_diff(ka["source"].splitlines(True), kb["source"].splitlines(True),
+                                fromfile=ka["id"][:12], tofile=kb["id"][:12])
+    sys.stdout.writelines(diff)
+
+
+def cmd_failures(args) -> None:
+    a = Archive.open(args.archive, create=False)
+    _emit(args, q.failures(a, q.resolve_run(a, args.run)["id"]), ["status", "operator", "count"])
+
+
+def cmd_llm(args) -> None:
+    a = Archive.open(args.archive, create=False)
+    rows = q.llm_usage(a, q.resolve_run(a, args.run)["id"])
+    _emit(args, rows, ["operator", "outcome", "calls", "input_tokens", "output_tokens", "cache_read_tokens",
+                       "cost_usd", "avg_latency_s"])
+    if rows and not args.json:
+        print(f"total ${sum(r['cost_usd'] or 0 for r in rows):.4f} over {sum(r['calls'] for r in rows)} calls")
+
+
+def cmd_serve(args) -> None:
+    from evo.serve import serve
+    serve(args.archive, port=args.port, open_browser=False)
+
+
+def archive_cli(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(prog="evo archive", description="Browse a search archive.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def add(name, fn, help_, *, archive=True, run=False):
+        s = sub.add_parser(name, help=help_, description=help_)
+        s.add_argument("--json", action="store_true", help="machine-readable output")
+        if archive:
+            s.add_argument("archive", help="the SQLite archive of a search")
+        if run:
+            s.add_argument("--run", type=int, default=None, help="run id (default: the last run)")
+        s.set_defaults(fn=fn)
+        return s
+
+    s = sub.add_parser("runs", help="list runs and counts", aliases=["ls"])
+    s.add_argument("--json", action="store_true")
+    s.add_argument("archives", nargs="*", help="archives (default: runs/*.sqlite)")
+    s.set_defaults(fn=cmd_runs)
+    add("elites", cmd_elites, "best kernel per shape: time, speedup vs each library, roofline fraction", run=True)
+    add("show", cmd_show, "a kernel: source, declaration, resources, evaluations, the prompt that made it") \
+        .add_argument("kernel", help="kernel id (a unique prefix is enough)")
+    add("lineage", cmd_lineage, "a kernel's ancestors and the operators that made them") \
+        .add_argument("kernel", help="kernel id (a unique prefix is enough)")
+    d = add("diff", cmd_diff, "unified diff of two kernels' sources")
+    d.add_argument("a")
+    d.add_argument("b")
+    add("failures", cmd_failures, "failed evaluations by cause and operator", run=True)
+    add("llm", cmd_llm, "LLM calls, tokens and cost by operator and outcome", run=True)
+    add("serve", cmd_serve, "browse the archive in Datasette (read-only) on localhost") \
+        .add_argument("--port", type=int, default=8001)
+    args = p.parse_args(argv)
+    args.fn(args)

@@ -1,0 +1,83 @@
+"""`evo export`: the best kernel per shape as standalone .cu files, a manifest.json that outside
+tools can use without parsing the sources, and (where nvcc is present) the compiled cubins that
+`evo.dispatch` loads.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from pathlib import Path
+
+from archive import Archive
+from archive import queries as q
+from evo import __version__
+from evo.compiler import DEFAULT_FLAGS, Compiler
+from evo.errors import CompileToolError, EvoError
+
+FORMAT = "evo-export/1"
+
+
+def export(archive_path: str, out: str = "exported", *, run_id: int | None = None, with_cubins: bool = True,
+           log=print) -> dict:
+    a = Archive.open(archive_path, create=False)
+    run = q.resolve_run(a, run_id)
+    rows = q.elites(a, run["id"])
+    if not rows:
+        raise EvoError(f"run {run['id']} of {archive_path} has no correct kernel to export yet")
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    compiler = None
+    if with_cubins:
+        try:
+            compiler = Compiler()
+        except CompileToolError as e:
+            log(f"no cubins exported ({e}); evo.dispatch will compile the .cu files on first use")
+    flags = [f for f in DEFAULT_FLAGS if f not in ("-Xptxas", "-v")]
+    entries = []
+    for r in rows:
+        source = next(a.db.query("select source from kernels where id = ?", [r["kernel_id"]]))["source"]
+        name = f"hgemm_{r['M']}x{r['N']}x{r['K']}"
+        (out_dir / f"{name}.cu").write_text(source)
+        cubin = None
+        if compiler:
+            res = compiler.compile(source)
+            if res.ok:
+                (out_dir / f"{name}.cubin").write_bytes(res.cubin)
+                cubin = f"{name}.cubin"
+        launch = json.loads(r["launch_json"]) if r["launch_json"] else None
+        entries.append({
+            "M": r["M"], "N": r["N"], "K": r["K"], "file": f"{name}.cu", "cubin": cubin, "entry": "hgemm",
+            "nvcc_flags": flags, "grid": launch["grid"], "block": launch["block"], "smem": launch["smem"],
+            "cluster": launch["cluster"], "tensor_maps": launch.get("tensor_maps", []),
+            "abi": "hgemm(const half* A, const half* B, half* C, int M, int N, int K)"
+                   + "".join(f", const __grid_constant__ CUtensorMap tm{t['operand']}" for t in launch.get("tensor_maps", [])),
+            "reentrant": "evo_splitk_ws" not in source,  # split-K kernels share a module-level workspace
+            "time_ms": r["time_ms"], "timing_mode": r["mode"], "library_ms": r["libraries"],
+            "speedup": r["speedup"], "best_library": r["best_library"], "roofline_fraction": r["roofline_fraction"],
+            "kernel_id": r["kernel_id"], "family": r["family"], "measured_at": r["created_at"],
+        })
+    gpus = sorted({r["gpu"] for r in rows})
+    manifest = {"format": FORMAT, "evo_version": __version__, "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+                "archive": str(archive_path), "run_id": run["id"], "gpu": gpus[0] if len(gpus) == 1 else gpus,
+                "backend": rows[0]["backend"], "nvcc": compiler.version if compiler else None,
+                "layout": "row-major A[M,K], B[K,N], C[M,N]; fp16 in and out, fp32 accumulation",
+                "kernels": entries}
+    if rows[0]["backend"] == "simulated":
+        manifest["warning"] = "times are MODELLED by the CPU test double (evaluator=simulated), not measured"
+        log("NOTE: this run used evaluator=simulated: the manifest's times are modelled, not measured")
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    log(f"exported {len(entries)} kernels to {out_dir}/ (manifest.json); use them with "
+        f"evo.dispatch.configure('{out_dir}') then evo.dispatch.matmul(a, b)")
+    return manifest
+
+
+def export_cli(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(prog="evo export", description="Write the best kernel per shape of a run as .cu "
+                                "files with a manifest.json (and cubins, where nvcc is present).")
+    p.add_argument("archive")
+    p.add_argument("--run", type=int, default=None, help="run id (default: the last run)")
+    p.add_argument("--out", default="exported", help="output folder (default: exported/)")
+    p.add_argument("--no-cubins", action="store_true", help="do not compile cubins")
+    a = p.parse_args(argv)
+    export(a.archive, a.out, run_id=a.run, with_cubins=not a.no_cubins)
