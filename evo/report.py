@@ -1,0 +1,244 @@
+"""`evo report`: one self-contained HTML file (plots embedded) plus the PNGs, to understand a run
+in a minute: speedups by bucket and as M x N maps per K, best-so-far per island, operator
+probabilities over time, MAP-Elites coverage and QD-score, failures by cause.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from archive import Archive
+from archive import queries as q
+from evo.shapes import BUCKETS, Shape
+from evo.summary import bucket_table, geomean
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def speedup_by_bucket(elites: list[dict], path: Path) -> None:
+    plt = _plt()
+    libs = sorted({lib for e in elites for lib in e["libraries"]})
+    labels = [b[0] for b in BUCKETS]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for j, lib in enumerate(libs):
+        for i, label in enumerate(labels):
+            ys = [e[f"vs_{lib}"] for e in elites if Shape(e["M"], e["N"], e["K"]).bucket == label and e.get(f"vs_{lib}")]
+            xs = [i + (j - (len(libs) - 1) / 2) * 0.22] * len(ys)
+            ax.scatter(xs, ys, s=14, alpha=0.7, label=lib if i == 0 else None, color=f"C{j}")
+    ax.axhline(1.0, color="k", lw=0.8, ls="--")
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_yscale("log")
+    ax.set_ylabel("speedup (library time / kernel time)")
+    ax.set_title("Best kernel per shape against each library, by FLOP bucket")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def speedup_maps(elites: list[dict], path: Path) -> bool:
+    """M x N heatmaps of the speedup over the best library, one panel per K (grid-like shape sets)."""
+    plt = _plt()
+    ks = sorted({e["K"] for e in elites})
+    ms, ns = sorted({e["M"] for e in elites}), sorted({e["N"] for e in elites})
+    if len(ms) < 2 or len(ns) < 2:
+        return False
+    ks = ks[:6]
+    fig, axes = plt.subplots(1, len(ks), figsize=(3.2 * len(ks), 3.2), squeeze=False)
+    import numpy as np
+    for ax, k in zip(axes[0], ks):
+        grid = np.full((len(ms), len(ns)), np.nan)
+        for e in elites:
+            if e["K"] == k and e["speedup"]:
+                grid[ms.index(e["M"]), ns.index(e["N"])] = e["speedup"]
+        im = ax.imshow(np.log2(grid), cmap="RdBu", vmin=-1.5, vmax=1.5, origin="lower")
+        ax.set_xticks(range(len(ns)), ns, rotation=90, fontsize=6)
+        ax.set_yticks(range(len(ms)), ms, fontsize=6)
+        ax.set_title(f"K = {k}", fontsize=9)
+        ax.set_xlabel("N", fontsize=8)
+        ax.set_ylabel("M", fontsize=8)
+    fig.colorbar(im, ax=axes[0].tolist(), label="log2 speedup vs best library", shrink=0.8)
+    fig.suptitle("Speedup over the best library (blue: faster)", fontsize=10)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+def best_so_far(a: Archive, run_id: int, path: Path) -> None:
+    """Per island: geomean over its shapes of the best speedup found so far, against evaluations."""
+    plt = _plt()
+    best: dict = defaultdict(dict)
+    series: dict = defaultdict(list)
+    for n, r in enumerate(a.db.query("select island, M, N, K, speedup from evaluations where run_id = ? order by id",
+                                     [run_id]), start=1):
+        if r["island"] is None or not r["speedup"]:
+            continue
+        cells = best[r["island"]]
+        key = (r["M"], r["N"], r["K"])
+        cells[key] = max(cells.get(key, 0), r["speedup"])
+        series[r["island"]].append((n, geomean(list(cells.values()))))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for island, pts in sorted(series.items()):
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], label=f"island {island}")
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("geomean best speedup over its shapes")
+    ax.set_title("Best so far per island")
+    if series:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def operator_probabilities(a: Archive, run_id: int, path: Path) -> None:
+    """Mean probability of each operator over contexts, after each generation."""
+    plt = _plt()
+    gens, curves = [], defaultdict(list)
+    for r in a.db.query("select generation, state_json from policy_state where run_id = ? order by id", [run_id]):
+        probs = json.loads(r["state_json"])["probabilities"]
+        if not probs:
+            continue
+        gens.append(r["generation"])
+        ops = sorted({op for p in probs.values() for op in p})
+        for op in ops:
+            curves[op].append(sum(p.get(op, 0) for p in probs.values()) / len(probs))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for op, ys in sorted(curves.items()):
+        ax.plot(gens[-len(ys):], ys, label=op)
+    ax.set_xlabel("generation")
+    ax.set_ylabel("probability (mean over contexts)")
+    ax.set_title("Operator probabilities learned by the policy")
+    if curves:
+        ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def coverage(a: Archive, run_id: int, n_cells: int, path: Path) -> None:
+    plt = _plt()
+    cells: dict = {}
+    xs, cov, qd = [], [], []
+    for r in a.db.query("select cell, speedup, evaluations_so_far from elite_history where run_id = ? order by id",
+                        [run_id]):
+        cells[r["cell"]] = r["speedup"] or 0
+        xs.append(r["evaluations_so_far"])
+        cov.append(len(cells) / max(n_cells, 1))
+        qd.append(sum(math.log(v) for v in cells.values() if v > 0))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.step(xs, cov, where="post", color="C0")
+    ax.set_ylabel("cells filled (fraction)", color="C0")
+    ax.set_xlabel("evaluations")
+    ax2 = ax.twinx()
+    ax2.step(xs, qd, where="post", color="C1")
+    ax2.set_ylabel("QD-score (sum of log speedups)", color="C1")
+    ax.set_title("MAP-Elites coverage and QD-score")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def failures_plot(rows: list[dict], path: Path) -> None:
+    plt = _plt()
+    by_status = defaultdict(dict)
+    for r in rows:
+        by_status[r["status"]][r["operator"] or "-"] = r["count"]
+    ops = sorted({op for d in by_status.values() for op in d})
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    bottom = [0] * len(by_status)
+    names = sorted(by_status)
+    for j, op in enumerate(ops):
+        vals = [by_status[s].get(op, 0) for s in names]
+        ax.bar(names, vals, bottom=bottom, label=op, color=f"C{j % 10}")
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylabel("evaluations")
+    ax.set_title("Failures by cause and operator")
+    if ops:
+        ax.legend(fontsize=7)
+    plt.setp(ax.get_xticklabels(), rotation=20, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report(archive_path: str, *, run_id: int | None = None, out: str | None = None, log=print) -> Path:
+    a = Archive.open(archive_path, create=False)
+    run = q.resolve_run(a, run_id)
+    rid = run["id"]
+    out_dir = Path(out or f"{Path(archive_path).with_suffix('')}-report-run{rid}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    elites = q.elites(a, rid)
+    config = json.loads(run["config_json"] or "{}")
+    shapes_cfg = config.get("shapes", {})
+    from evo.shapes import build_shape_set
+    try:
+        n_cells = len(build_shape_set(listed=shapes_cfg.get("list", []), grid=shapes_cfg.get("grid", [])))
+    except Exception:
+        n_cells = len(elites)
+    pngs = {"speedup_by_bucket.png": lambda p: speedup_by_bucket(elites, p),
+            "speedup_maps.png": lambda p: speedup_maps(elites, p),
+            "best_so_far.png": lambda p: best_so_far(a, rid, p),
+            "operator_probabilities.png": lambda p: operator_probabilities(a, rid, p),
+            "coverage.png": lambda p: coverage(a, rid, n_cells, p),
+            "failures.png": lambda p: failures_plot(q.failures(a, rid), p)}
+    made = []
+    for name, draw in pngs.items():
+        if draw(out_dir / name) is not False:
+            made.append(name)
+    table = bucket_table({Shape(e["M"], e["N"], e["K"]): e for e in elites})
+    simulated = any(e["backend"] == "simulated" for e in elites)
+    page = _html(run, elites, table, made, out_dir, simulated, n_cells)
+    (out_dir / "report.html").write_text(page)
+    log(f"report: {out_dir / 'report.html'} (+ {len(made)} PNGs)")
+    return out_dir / "report.html"
+
+
+def _html(run, elites, table, pngs, out_dir: Path, simulated: bool, n_cells: int) -> str:
+    def img(name):
+        data = base64.b64encode((out_dir / name).read_bytes()).decode()
+        return f'<img src="data:image/png;base64,{data}" style="max-width:100%">'
+
+    def f(x, spec=".3f"):
+        return format(x, spec) if isinstance(x, (int, float)) else "-"
+
+    rows = "".join(f"<tr><td>{r['bucket']}</td><td>{r['shapes']}</td><td>{f(r['geomean_speedup'])}</td>"
+                   f"<td>{f(r['min_speedup'], '.2f')}</td><td>{f(r['max_speedup'], '.2f')}</td>"
+                   f"<td>{f(r['median_roofline'])}</td></tr>" for r in table)
+    elite_rows = "".join(f"<tr><td>{e['cell']}</td><td><code>{e['kernel_id'][:12]}</code></td>"
+                         f"<td>{html.escape(str(e['family']))}/{html.escape(e['operator'])}</td>"
+                         f"<td>{e['time_ms'] * 1e3:.2f}</td><td>{f(e['speedup'])}</td>"
+                         f"<td>{html.escape(str(e['best_library']))}</td><td>{f(e['roofline_fraction'])}</td></tr>"
+                         for e in elites)
+    warn = ('<p style="color:#b00"><b>evaluator=simulated: every time here is modelled by the CPU test double, '
+            'not measured.</b></p>') if simulated else ""
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>evo run {run['id']}</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}} td,th{{padding:2px 8px;text-align:right}}
+table{{border-collapse:collapse}} tr:nth-child(even){{background:#f4f4f4}}</style></head><body>
+<h1>evo run {run['id']} ({html.escape(run['kind'])}, {html.escape(run['status'])})</h1>
+<p>{html.escape(run['created_at'] or '')} &ndash; {html.escape(run['updated_at'] or '')}; backend {html.escape(run['backend'] or '')};
+{len(elites)} of {n_cells} cells hold a correct kernel.</p>{warn}
+<h2>Speedup over the best library, by FLOP bucket</h2>
+<table><tr><th>bucket</th><th>shapes</th><th>geomean</th><th>min</th><th>max</th><th>median roofline</th></tr>{rows}</table>
+{''.join(f'<h2>{n[:-4].replace("_", " ")}</h2>{img(n)}' for n in pngs)}
+<h2>Best kernel per shape</h2>
+<table><tr><th>shape</th><th>kernel</th><th>family/operator</th><th>time (us)</th><th>speedup</th><th>best library</th>
+<th>roofline</th></tr>{elite_rows}</table></body></html>"""
+
+
+def report_cli(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(prog="evo report", description="One HTML file (plots embedded) plus PNGs for a run.")
+    p.add_argument("archive")
+    p.add_argument("--run", type=int, default=None, help="run id (default: the last run)")
+    p.add_argument("--out", default=None, help="output folder (default: next to the archive)")
+    a = p.parse_args(argv)
+    report(a.archive, run_id=a.run, out=a.out)
