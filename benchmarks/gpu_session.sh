@@ -11,3 +11,5 @@ date -u
 date -u
 (timeout 60 sh -c "python3 -m evo export $OUT/svr/search.sqlite --out $OUT/exported && python3 benchmarks/export/export_check.py $OUT/exported" 2>&1 | tee $OUT/export_check.log)
 date -u
+# at most 8 files come back: bundle the rest
+cd $OUT && tar czf extra.tgz exported svr/summary.json && rm -rf exported svr/summary.json; ls -la $OUT $OUT/svr
