@@ -75,23 +75,33 @@ def speedup_maps(elites: list[dict], path: Path) -> bool:
 
 
 def best_so_far(a: Archive, run_id: int, path: Path) -> None:
-    """Per island: geomean over its shapes of the best speedup found so far, against evaluations."""
+    """Per island: geomean over its shapes of the best speedup found so far, against evaluations.
+
+    A curve starts once the island has a correct kernel on every shape it ever evaluates, so that
+    it only rises (a geomean over a growing set of shapes would not be comparable over time)."""
     plt = _plt()
+    rows = [r for r in a.db.query("select island, M, N, K, speedup from evaluations where run_id = ? order by id",
+                                  [run_id])]
+    final_cells = defaultdict(set)
+    for r in rows:
+        if r["island"] is not None and r["speedup"]:
+            final_cells[r["island"]].add((r["M"], r["N"], r["K"]))
     best: dict = defaultdict(dict)
     series: dict = defaultdict(list)
-    for n, r in enumerate(a.db.query("select island, M, N, K, speedup from evaluations where run_id = ? order by id",
-                                     [run_id]), start=1):
+    for n, r in enumerate(rows, start=1):
         if r["island"] is None or not r["speedup"]:
             continue
         cells = best[r["island"]]
         key = (r["M"], r["N"], r["K"])
         cells[key] = max(cells.get(key, 0), r["speedup"])
-        series[r["island"]].append((n, geomean(list(cells.values()))))
+        if len(cells) == len(final_cells[r["island"]]):
+            series[r["island"]].append((n, geomean(list(cells.values()))))
     fig, ax = plt.subplots(figsize=(8, 4))
     for island, pts in sorted(series.items()):
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], label=f"island {island}")
-    ax.set_xlabel("evaluations")
-    ax.set_ylabel("geomean best speedup over its shapes")
+        ax.step([p[0] for p in pts], [p[1] for p in pts], where="post",
+                label=f"island {island} ({len(final_cells[island])} shapes)")
+    ax.set_xlabel("evaluations (whole run)")
+    ax.set_ylabel("geomean over its shapes of the best speedup")
     ax.set_title("Best so far per island")
     if series:
         ax.legend(fontsize=8)

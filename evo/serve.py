@@ -56,7 +56,9 @@ def metadata(db_name: str) -> dict:
 def command(path: str, port: int, meta_path: str) -> list[str]:
     exe = shutil.which("datasette")
     base = [exe] if exe else [sys.executable, "-m", "datasette"]
-    return base + ["serve", "--immutable", path, "--metadata", meta_path, "--host", "127.0.0.1", "--port", str(port)]
+    # Not --immutable: that mode ignores the WAL, where a running search's latest rows are. Datasette
+    # runs only read-only SQL for anonymous users, so the archive cannot be changed through it.
+    return base + ["serve", path, "--metadata", meta_path, "--host", "127.0.0.1", "--port", str(port)]
 
 
 def serve(path: str, *, port: int = 8001, open_browser: bool = False) -> None:

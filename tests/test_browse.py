@@ -1,0 +1,113 @@
+"""Browse, report and ship: evo archive, serve (Datasette over HTTP), report, export, dispatch."""
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from archive import Archive
+from evo.cli import compose
+from evo.search import run_search
+
+pytest.importorskip("matplotlib")
+
+
+@pytest.fixture(scope="module")
+def run_archive(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browse")
+    c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,1024x1024x1024,77x4096x4096,129x4095x64]",
+                      "search.max_evaluations=30", "islands.n=2", "islands.population=4", "search.children_per_island=4",
+                      "llm=none", "search.progress=false", f"archive.path={tmp / 'r.sqlite'}"])
+    run_search(c, raw, log=lambda s: None)
+    return tmp / "r.sqlite"
+
+
+def evo(*args):
+    out = subprocess.run([sys.executable, "-m", "evo", *args], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def test_archive_commands(run_archive):
+    runs = json.loads(evo("archive", "runs", "--json", str(run_archive)))
+    assert runs[0]["kind"] == "search" and runs[0]["evaluations"] >= 30
+    elites = json.loads(evo("archive", "elites", "--json", str(run_archive)))
+    assert {e["cell"] for e in elites} == {"64x64x64", "1024x1024x1024", "77x4096x4096", "129x4095x64"}
+    assert all(e["speedup"] > 0 and set(e["libraries"]) == {"torch", "cublaslt_heuristic", "cublaslt_autotuned"}
+               for e in elites)
+    table = evo("archive", "elites", str(run_archive))
+    assert "MODELLED" in table and "x_torch" in table
+    kid = elites[0]["kernel_id"]
+    shown = evo("archive", "show", str(run_archive), kid[:10])
+    assert kid in shown and "extern \"C\" __global__" in shown and "registers" in shown
+    lineage = json.loads(evo("archive", "lineage", "--json", str(run_archive), kid))
+    assert lineage[0]["kernel_id"] == kid
+    other = elites[1]["kernel_id"]
+    assert evo("archive", "diff", str(run_archive), kid, other).startswith("---") or kid == other
+    json.loads(evo("archive", "failures", "--json", str(run_archive)))
+    assert json.loads(evo("archive", "llm", "--json", str(run_archive))) == []
+
+
+def test_report_has_every_plot_and_says_it_is_simulated(run_archive, tmp_path):
+    evo("report", str(run_archive), "--out", str(tmp_path / "rep"))
+    page = (tmp_path / "rep" / "report.html").read_text()
+    pngs = sorted(p.name for p in (tmp_path / "rep").glob("*.png"))
+    assert pngs == ["best_so_far.png", "coverage.png", "failures.png", "operator_probabilities.png",
+                    "speedup_by_bucket.png", "speedup_maps.png"]
+    assert page.count("data:image/png;base64,") == 6 and "modelled by the CPU test double" in page
+
+
+def test_export_writes_sources_cubins_and_a_manifest(run_archive, tmp_path):
+    evo("export", str(run_archive), "--out", str(tmp_path / "exp"))
+    manifest = json.loads((tmp_path / "exp" / "manifest.json").read_text())
+    assert manifest["format"] == "evo-export/1" and manifest["backend"] == "simulated" and "warning" in manifest
+    assert len(manifest["kernels"]) == 4
+    for k in manifest["kernels"]:
+        assert (tmp_path / "exp" / k["file"]).read_text().count("hgemm") >= 1
+        assert (tmp_path / "exp" / k["cubin"]).read_bytes()[:4] == b"\x7fELF"
+        assert k["entry"] == "hgemm" and len(k["grid"]) == 3 and len(k["block"]) == 3 and k["smem"] >= 0
+        assert "-gencode=arch=compute_90a,code=sm_90a" in k["nvcc_flags"]
+        assert k["time_ms"] > 0 and set(k["library_ms"]) == {"torch", "cublaslt_heuristic", "cublaslt_autotuned"}
+        for t in k["tensor_maps"]:
+            assert set(t) >= {"operand", "dims", "box", "swizzle"}
+    from evo.dispatch import Dispatcher
+    d = Dispatcher(tmp_path / "exp")
+    assert (77, 4096, 4096) in d.entries
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_datasette_serves_the_archive_read_only(run_archive):
+    pytest.importorskip("datasette")
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "evo", "archive", "serve", str(run_archive), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base + "/-/versions.json", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        db = run_archive.stem
+        rows = json.load(urllib.request.urlopen(f"{base}/{db}/elites.json?_shape=array", timeout=10))
+        assert len(rows) == 4 and {"cell", "speedup", "kernel_id"} <= set(rows[0])
+        meta = json.load(urllib.request.urlopen(f"{base}/-/metadata.json", timeout=10))
+        assert "evaluations" in meta["databases"][db]["tables"]
+        tables = json.load(urllib.request.urlopen(f"{base}/{db}.json", timeout=10))
+        assert "kernels" in [t["name"] for t in tables["tables"]]
+        with pytest.raises(urllib.error.HTTPError):  # read-only SQL only: no writes
+            urllib.request.urlopen(urllib.request.Request(f"{base}/{db}/-/query",
+                                                          data=b"sql=delete+from+runs", method="POST"), timeout=10)
+        assert Archive.open(run_archive).count("runs") == 1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
