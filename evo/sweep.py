@@ -21,12 +21,18 @@ from evo.shapes import Shape, build_shape_set
 from evo.summary import bucket_table, format_bucket_table
 
 
+#: picks taken from each family per round of a shortlist (the Hopper family wins most shapes)
+SHORTLIST_SHARE = {"hopper": 2, "ampere": 1, "simt": 1}
+
+
 def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: random.Random,
          num_sms: int) -> list[Candidate]:
     """The configurations to evaluate on one shape (only those whose declaration supports it)."""
-    if sample == "shortlist":
-        per = max(1, budget // len(families))
-        pool = [(f, p) for f in families for p in FAMILIES[f].suggest(shape.M, shape.N, shape.K, num_sms)[:per]]
+    if sample == "shortlist":  # the families' picks, best-ranked first, taken in turn
+        picks = {f: FAMILIES[f].suggest(shape.M, shape.N, shape.K, num_sms, limit=2 * budget) for f in families}
+        share = {f: SHORTLIST_SHARE.get(f, 1) for f in families}
+        pool = [(f, p) for rank in range(budget) for f in families
+                for p in picks[f][rank * share[f]:(rank + 1) * share[f]]]
     else:
         pool = [(f, p) for f in families for p in FAMILIES[f].all_valid]
         if sample == "random" and len(pool) > budget:
