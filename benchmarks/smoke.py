@@ -30,7 +30,7 @@ def main(out: Path) -> None:
     ev.start()
     info = ev.devices[0]
     print(f"device {info.key} sms={info.num_sms} l2={info.l2_bytes} smem_optin={info.smem_per_block_optin} "
-          f"maxclock={info.max_sm_clock_mhz} extra={info.extra} peaks={ev._peaks[info.key]} ({time.time() - t0:.0f}s)")
+          f"maxclock={info.max_sm_clock_mhz} extra={info.extra} peaks={ev.peaks(info.key)} ({time.time() - t0:.0f}s)")
     pairs = []
     for s in SHAPES:
         for name, fam in FAMILIES.items():

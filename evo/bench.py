@@ -43,7 +43,7 @@ def run_bench(c: EvoConfig, raw=None, *, log=print) -> list[dict]:
         gpu = ev.devices[0]
         if c.evaluator.backend == "simulated":
             log("NOTE: evaluator=simulated: every time below is MODELLED by the CPU test double, not measured")
-        peaks = ev._peaks[gpu.key]
+        peaks = ev.peaks(gpu.key)
         log(f"device: {gpu.name}  peak {peaks.tflops:.0f} TFLOP/s, copy {peaks.bandwidth_gbs:.0f} GB/s (measured)")
         progress = Progress(len(shapes), "bench", enabled=c.search.progress)
         libs = {}
@@ -70,8 +70,7 @@ def run_bench(c: EvoConfig, raw=None, *, log=print) -> list[dict]:
                         row[f"{lib}_error"] = r.error
                 for k in kernels:
                     e = kernel_times.get((k.id, shape))
-                    t = e.timing if e and e.timing and e.timing.mode == mode else None
-                    t = t or (next((x for x in e.timings if x.mode == mode), None) if e else None)
+                    t = next((x for x in e.timings if x.mode == mode), None) if e else None
                     row[f"kernel_{k.params['file']}_ms"] = t.median_ms if t and e.ok else None
                     row[f"kernel_{k.params['file']}_status"] = str(e.status) if e else "missing"
                 rows.append(row)

@@ -279,7 +279,7 @@ class Search:
             duplicate = (p.candidate.id, p.shape) not in fresh
             self.policy.update(p.context, p.operator, reward(o.status, o.speedup, p.parent_fitness,
                                                              self.c.mutator, duplicate=duplicate))
-            if o.status != Status.OK:
+            if o.status != Status.OK and not duplicate:
                 self.state.failures[str(o.status)] += 1
             self.islands[p.island].add([Individual(p.candidate.id, p.shape, o.speedup or 0.0)])
         if self.c.search.transfer_every and g % self.c.search.transfer_every == 0:

@@ -74,7 +74,8 @@ def run_sweep(c: EvoConfig, raw=None, *, log=print) -> dict:
         progress.close()
         best = {Shape(r["M"], r["N"], r["K"]): r for r in elites(archive, run_id)}
         for r in best.values():
-            floor = ev._peaks[ev.devices[0].key].floor_ms(2 * r["M"] * r["N"] * r["K"], Shape(r["M"], r["N"], r["K"]).min_bytes)
+            shape = Shape(r["M"], r["N"], r["K"])
+            floor = ev.peaks(ev.devices[0].key).floor_ms(shape.flops, shape.min_bytes)
             r["roofline_fraction"] = floor / r["time_ms"]
         summary = bucket_table({s: best.get(s, {}) for s in shapes})
         log(format_bucket_table(summary))

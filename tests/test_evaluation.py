@@ -73,3 +73,16 @@ def test_two_workers_share_the_jobs(tmp_path, compile_cache):
         assert len(gpus) == 12 and len(set(gpus)) == 2
     finally:
         ev.close()
+
+
+def test_every_timing_mode_is_reported(tmp_path, compile_cache):
+    cfg = EvaluatorConfig(backend="simulated", cache_dir=str(compile_cache), modes=["rotating", "hot", "server"],
+                          mode="hot")
+    ev = Evaluator(cfg).start()
+    try:
+        (e,) = list(ev.evaluate([(Candidate.make(GOOD), Shape(512, 512, 512))]))
+    finally:
+        ev.close()
+    assert [t.mode for t in e.timings] == ["rotating", "hot", "server"]
+    assert e.timing.mode == "hot" and e.time_ms == e.timings[1].median_ms
+    assert e.library_ms and e.speedup == pytest.approx(e.best_library_ms / e.time_ms)

@@ -23,7 +23,7 @@ def gpu_evaluator(tmp_path_factory, compile_cache):
 
 
 def test_measured_peaks_are_plausible(gpu_evaluator):
-    peaks = gpu_evaluator._peaks[gpu_evaluator.devices[0].key]
+    peaks = gpu_evaluator.peaks(gpu_evaluator.devices[0].key)
     assert 300 < peaks.tflops < 1200 and 1500 < peaks.bandwidth_gbs < 6000
 
 

@@ -100,8 +100,9 @@ class Evaluator:
                 missing.append(info)
         if missing:
             self.log("measuring the device's peak rate and bandwidth")
+            by_device = dict(zip(self.pool.devices, infos))
             for device, reply in self.pool.call_each({"op": "peaks"}).items():
-                info = next(i for i in infos if self.pool.devices[infos.index(i)] == device)
+                info = by_device[device]
                 if "peaks" not in reply:
                     raise GpuUnavailable(f"measuring the peaks of GPU {device} failed: {reply.get('harness_error')}\n"
                                          f"{reply.get('trace', '')}")
@@ -110,6 +111,10 @@ class Evaluator:
                 if self.records:
                     self.records.put_peaks(info.key, self.backend, peaks, info)
         return self
+
+    def peaks(self, gpu: str) -> Peaks:
+        """The measured peak rate and bandwidth of one GPU (by its DeviceInfo.key)."""
+        return self._peaks[gpu]
 
     @property
     def devices(self) -> list[DeviceInfo]:
