@@ -34,6 +34,8 @@ def load_kernels(paths: list[str]) -> list[Candidate]:
 def run_bench(c: EvoConfig, raw=None, *, log=print) -> list[dict]:
     shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     kernels = load_kernels(c.kernels)
+    from evo.preflight import preflight
+    preflight(c)
     archive = Archive.open(c.archive.path)
     run_id = archive.start_run(kind="bench", config=_plain(raw), seed=c.search.seed, backend=c.evaluator.backend)
     ev = Evaluator(c.evaluator, archive=archive, run_id=run_id, log=log)

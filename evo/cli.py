@@ -111,6 +111,8 @@ def _sweep(c, raw) -> None:
 def _selftest(c, raw) -> None:
     from evo.evaluation.evaluator import Evaluator
     from evo.evaluation.selftest import run_selftest
+    from evo.preflight import preflight
+    preflight(c)
     ev = Evaluator(c.evaluator, log=print).start()
     try:
         print(f"self-test on {ev.devices[0].key} ({c.evaluator.backend})")

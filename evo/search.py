@@ -372,10 +372,11 @@ def _rng_from_json(data) -> tuple:
 # ---- entry points -------------------------------------------------------------------------------
 def _start(c: EvoConfig, config_dict: dict, archive: Archive, run_id: int, log, **kw) -> str:
     from mutators.llm import build_llm_operators
-    llm_ops, llm_note = build_llm_operators(c.llm, archive=archive, run_id=run_id, log=log)
-    log(llm_note)
-    ev = Evaluator(c.evaluator, archive=archive, run_id=run_id, log=log)
+    ev = None
     try:
+        llm_ops, llm_note = build_llm_operators(c.llm, archive=archive, run_id=run_id, log=log)
+        log(llm_note)
+        ev = Evaluator(c.evaluator, archive=archive, run_id=run_id, log=log)
         ev.start()
         if c.evaluator.backend == "simulated":
             log("NOTE: evaluator=simulated: every time is MODELLED by the CPU test double, not measured")
@@ -395,11 +396,14 @@ def _start(c: EvoConfig, config_dict: dict, archive: Archive, run_id: int, log, 
         archive.set_run_status(run_id, "failed")
         raise
     finally:
-        ev.close()
+        if ev is not None:
+            ev.close()
 
 
 def run_search(c: EvoConfig, raw=None, *, log=print, **kw) -> tuple[Archive, int, str]:
     from evo.bench import _plain
+    from evo.preflight import preflight
+    preflight(c, needs_llm=True)
     config = _plain(raw) if raw is not None else _dataclass_dict(c)
     archive = Archive.open(c.archive.path)
     run_id = archive.start_run(kind="search", config=config, seed=c.search.seed, backend=c.evaluator.backend)
@@ -417,6 +421,8 @@ def resume(path: str, run_id: int | None = None, *, log=print, overrides: list[s
                        f"`evo resume {path} search.max_evaluations=5000`")
     config = json.loads(run["config_json"])
     c = config_from_dict(config, overrides or [])
+    from evo.preflight import preflight
+    preflight(c, needs_llm=True)
     if overrides:
         with archive.transaction():
             archive.db.conn.execute("update runs set config_json = ? where id = ?",

@@ -37,6 +37,7 @@ _FORBIDDEN: tuple[tuple[str, str], ...] = (
     (r"\bint\s+main\s*\(", "a candidate is a kernel, not a program: remove main()"),
     (r"\b__host__\b", "host code is not allowed in a candidate: mark helpers __device__"),
     (r"^\s*#\s*(?:pragma\s+comment|line|error)\b", "this preprocessor directive is not allowed"),
+    (r"^\s*#\s*include\s*(?![<\"\s])|^\s*#\s*include\s+(?![<\"])", "#include must name a header in <> or quotes, not a macro"),
     (r"\bextern\s*\"C\"\s*\{", "wrap nothing in extern \"C\" { }: declare only hgemm as extern \"C\""),
 )
 _INCLUDE = re.compile(r"^\s*#\s*include\s*([<\"])([^>\"]+)[>\"]", re.M)

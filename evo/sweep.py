@@ -50,6 +50,8 @@ def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: ra
 def run_sweep(c: EvoConfig, raw=None, *, log=print) -> dict:
     shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     families = [c.family] if c.family else sorted(FAMILIES)
+    from evo.preflight import preflight
+    preflight(c)
     archive = Archive.open(c.archive.path)
     run_id = archive.start_run(kind="sweep", config=_plain(raw), seed=c.search.seed, backend=c.evaluator.backend)
     ev = Evaluator(c.evaluator, archive=archive, run_id=run_id, log=log)

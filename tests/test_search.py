@@ -127,3 +127,16 @@ def test_migration_on_a_ring_moves_the_best():
     assert moved == 3
     assert any(m.kernel_id == "k22" for m in islands[0].members)  # island 2's best reached island 0
     assert migrate(islands, topology="off", migrants=1) == 0
+
+
+def test_missing_prerequisites_stop_before_a_run_is_recorded(tmp_path, monkeypatch):
+    from evo.errors import ConfigError, GpuUnavailable
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")  # no GPU, whatever this machine has
+    c, raw = config(tmp_path, "f.sqlite", "evaluator=gpu")
+    with pytest.raises(GpuUnavailable, match="evaluator=simulated"):
+        run_search(c, raw, log=lambda s: None)
+    c, raw = config(tmp_path, "f.sqlite", "llm=anthropic")
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        run_search(c, raw, log=lambda s: None)
+    assert not (tmp_path / "f.sqlite").exists()

@@ -47,6 +47,11 @@ def test_includes_come_from_the_allow_list():
     assert "stdio.h" in rejections[0].reason and rejections[0].line == 1
 
 
+def test_include_through_a_macro_is_rejected():
+    src = "#define HDR <stdio.h>\n#include HDR\n" + GOOD
+    assert any("not a macro" in r.reason and r.line == 2 for r in check_source(src))
+
+
 def test_host_code_and_main_are_rejected():
     assert any("host code" in r.reason for r in check_source(GOOD + "\n__host__ void f() {}\n"))
     assert any("main()" in r.reason for r in check_source(GOOD + "\nint main() { return 0; }\n"))
