@@ -6,7 +6,6 @@ the roofline floor is computed from the peak rate and bandwidth measured at star
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from evo.errors import ConfigError
 from evo.evaluation.evaluator import Evaluator
 from evo.kernel import Candidate
 from evo.progress import Progress
-from evo.shapes import Shape, build_shape_set
+from evo.shapes import build_shape_set
 
 LIB_SHORT = {"torch": "torch", "cublaslt_heuristic": "lt_heur", "cublaslt_autotuned": "lt_auto"}
 

@@ -72,7 +72,6 @@ def configure(directory: str | os.PathLike) -> Dispatcher:
 
 def matmul(a, b, out=None):
     """a @ b with the exported kernel for this shape, else torch.matmul."""
-    global _default
     if _default is None and os.environ.get("EVO_KERNELS"):
         configure(os.environ["EVO_KERNELS"])
     if _default is None:

@@ -19,19 +19,12 @@ import torch
 from evo.evaluation import gpu_baselines
 from evo.evaluation.gpu_launch import CudaError, LoadedKernel, synchronize
 from evo.evaluation.gpu_timing import ClockReader, launches_for, time_events, time_graph, time_server
-from evo.evaluation.records import DeviceInfo, KernelResult, Status
+from evo.evaluation.records import ContextLost, DeviceInfo, KernelResult, Status
 from evo.evaluation.tolerance import error_stats, verdict
 
 GUARD_BYTES = 1 << 20
 GUARD_BYTE = 0xA5
 MAX_ROTATING_SETS = 8192
-
-
-class ContextLost(Exception):
-    """The CUDA context is unusable after a fault: report, then restart the worker."""
-
-    def __init__(self, result: KernelResult):
-        self.result = result
 
 
 def fresh_generator() -> tuple[torch.Generator, int]:

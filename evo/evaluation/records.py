@@ -115,3 +115,10 @@ class Peaks:
 
     def floor_ms(self, flops: float, min_bytes: float) -> float:
         return max(flops / (self.tflops * 1e12), min_bytes / (self.bandwidth_gbs * 1e9)) * 1e3
+
+
+class ContextLost(Exception):
+    """Worker side: the CUDA context is unusable after a fault; report `result`, then restart."""
+
+    def __init__(self, result: KernelResult):
+        self.result = result

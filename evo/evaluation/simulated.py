@@ -14,7 +14,7 @@ import os
 import re
 import time
 
-from evo.evaluation.records import DeviceInfo, KernelResult, LibraryResult, Peaks, Status, Timing
+from evo.evaluation.records import ContextLost, DeviceInfo, KernelResult, LibraryResult, Peaks, Status, Timing
 from evo.shapes import Shape
 
 PEAKS = Peaks(tflops=790.0, bandwidth_gbs=4300.0, backend="simulated")
@@ -23,11 +23,6 @@ LIBRARY_EFFICIENCY = {"<1 GFLOP": 0.13, "1-10 GFLOP": 0.59, "10-100 GFLOP": 0.74
 LIBRARY_FACTOR = {"torch": 1.0, "cublaslt_heuristic": 1.01, "cublaslt_autotuned": 0.99}
 _DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)\s*$", re.M)
 _MARKER = re.compile(r"//\s*evo-sim:\s*([\w-]+)")
-
-
-class ContextLost(Exception):
-    def __init__(self, result: KernelResult):
-        self.result = result
 
 
 def _noise(text: str, spread: float) -> float:

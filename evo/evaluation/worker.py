@@ -17,11 +17,12 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(device)  # before CUDA is initialised in this process
     os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
     try:
+        from evo.evaluation.records import ContextLost
         if backend == "simulated":
-            from evo.evaluation.simulated import ContextLost, SimulatedHarness
+            from evo.evaluation.simulated import SimulatedHarness
             harness = SimulatedHarness(device)
         else:
-            from evo.evaluation.gpu_harness import ContextLost, GpuHarness
+            from evo.evaluation.gpu_harness import GpuHarness
             harness = GpuHarness()
     except Exception as e:
         conn.send({"type": "startup_error", "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()})
