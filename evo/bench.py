@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from archive import Archive
-from evo.config import EvoConfig
+from evo.config import EvoConfig, as_dict
 from evo.errors import ConfigError
 from evo.evaluation.evaluator import Evaluator
 from evo.kernel import Candidate
@@ -36,7 +36,7 @@ def run_bench(c: EvoConfig, raw=None, *, log=print) -> list[dict]:
     from evo.preflight import preflight
     preflight(c)
     archive = Archive.open(c.archive.path)
-    run_id = archive.start_run(kind="bench", config=_plain(raw), seed=c.search.seed, backend=c.evaluator.backend)
+    run_id = archive.start_run(kind="bench", config=as_dict(raw), seed=c.search.seed, backend=c.evaluator.backend)
     ev = Evaluator(c.evaluator, archive=archive, run_id=run_id, log=log)
     rows = []
     try:
@@ -84,13 +84,6 @@ def run_bench(c: EvoConfig, raw=None, *, log=print) -> list[dict]:
     finally:
         ev.close()
     return rows
-
-
-def _plain(raw) -> dict:
-    if raw is None:
-        return {}
-    from omegaconf import OmegaConf
-    return OmegaConf.to_container(raw, resolve=True)
 
 
 def print_table(rows: list[dict], libraries: list[str], kernels: list[str], *, log=print) -> None:

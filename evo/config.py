@@ -137,6 +137,16 @@ def _at_least(key: str, value, low) -> None:
         raise ConfigError(f"{key}={value}: must be >= {low}")
 
 
+def as_dict(cfg: DictConfig | EvoConfig | None, fallback: EvoConfig | None = None) -> dict:
+    """The configuration as plain JSON-able data (what a run stores in the archive)."""
+    if cfg is None:
+        cfg = fallback
+    if cfg is None:
+        return {}
+    node = cfg if isinstance(cfg, DictConfig) else OmegaConf.structured(cfg)
+    return OmegaConf.to_container(node, resolve=True)
+
+
 def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     """Check ranges and choices; return the typed config object."""
     c: EvoConfig = OmegaConf.to_object(cfg) if isinstance(cfg, DictConfig) else cfg

@@ -21,7 +21,7 @@ from typing import Callable
 from archive import Archive
 from archive.elites import cell_of, offer
 from archive.store import now
-from evo.config import EvoConfig, validate
+from evo.config import EvoConfig, as_dict, validate
 from evo.errors import ConfigError, EvoError
 from evo.evaluation.evaluator import Evaluation, Evaluator
 from evo.evaluation.records import Status
@@ -370,7 +370,7 @@ def _rng_from_json(data) -> tuple:
 
 
 # ---- entry points -------------------------------------------------------------------------------
-def _start(c: EvoConfig, config_dict: dict, archive: Archive, run_id: int, log, **kw) -> str:
+def _start(c: EvoConfig, archive: Archive, run_id: int, log, **kw) -> str:
     from mutators.llm import build_llm_operators
     ev = None
     try:
@@ -401,14 +401,13 @@ def _start(c: EvoConfig, config_dict: dict, archive: Archive, run_id: int, log, 
 
 
 def run_search(c: EvoConfig, raw=None, *, log=print, **kw) -> tuple[Archive, int, str]:
-    from evo.bench import _plain
     from evo.preflight import preflight
     preflight(c, needs_llm=True)
-    config = _plain(raw) if raw is not None else _dataclass_dict(c)
+    config = as_dict(raw, fallback=c)
     archive = Archive.open(c.archive.path)
     run_id = archive.start_run(kind="search", config=config, seed=c.search.seed, backend=c.evaluator.backend)
     log(f"run {run_id} in {c.archive.path} (resume with `evo resume {c.archive.path}`)")
-    return archive, run_id, _start(c, config, archive, run_id, log, **kw)
+    return archive, run_id, _start(c, archive, run_id, log, **kw)
 
 
 def resume(path: str, run_id: int | None = None, *, log=print, overrides: list[str] | None = None, **kw) -> str:
@@ -426,8 +425,8 @@ def resume(path: str, run_id: int | None = None, *, log=print, overrides: list[s
     if overrides:
         with archive.transaction():
             archive.db.conn.execute("update runs set config_json = ? where id = ?",
-                                    [json.dumps(_dataclass_dict(c), sort_keys=True), run["id"]])
-    return _start(c, config, archive, run["id"], log, **kw)
+                                    [json.dumps(as_dict(c), sort_keys=True), run["id"]])
+    return _start(c, archive, run["id"], log, **kw)
 
 
 def config_from_dict(config: dict, overrides: list[str]) -> EvoConfig:
@@ -438,11 +437,6 @@ def config_from_dict(config: dict, overrides: list[str]) -> EvoConfig:
     except Exception as e:
         raise ConfigError(f"cannot use the stored or given configuration: {str(e).splitlines()[0]}") from None
     return validate(cfg)
-
-
-def _dataclass_dict(c: EvoConfig) -> dict:
-    from omegaconf import OmegaConf
-    return OmegaConf.to_container(OmegaConf.structured(c), resolve=True)
 
 
 def resume_cli(argv: list[str]) -> None:

@@ -11,8 +11,7 @@ from collections import defaultdict
 
 from archive import Archive
 from archive.elites import cell_of, elites, offer
-from evo.bench import _plain
-from evo.config import EvoConfig
+from evo.config import EvoConfig, as_dict
 from evo.evaluation.evaluator import Evaluator
 from evo.families import FAMILIES
 from evo.kernel import Candidate
@@ -53,7 +52,7 @@ def run_sweep(c: EvoConfig, raw=None, *, log=print) -> dict:
     from evo.preflight import preflight
     preflight(c)
     archive = Archive.open(c.archive.path)
-    run_id = archive.start_run(kind="sweep", config=_plain(raw), seed=c.search.seed, backend=c.evaluator.backend)
+    run_id = archive.start_run(kind="sweep", config=as_dict(raw), seed=c.search.seed, backend=c.evaluator.backend)
     ev = Evaluator(c.evaluator, archive=archive, run_id=run_id, log=log)
     try:
         ev.start()

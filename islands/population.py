@@ -54,9 +54,9 @@ class Island:
 
     def select(self, k: int, rng: random.Random) -> list[Individual]:
         """k parents by tournament (DEAP selTournament), run under our RNG."""
-        from mutators.structural import _with_rng
+        from mutators.structural import with_rng
         wrapped = [_Wrapped(i) for i in self.members]
-        chosen = _with_rng(rng, tools.selTournament, wrapped, k, tournsize=min(self.tournament, len(wrapped)))
+        chosen = with_rng(rng, tools.selTournament, wrapped, k, tournsize=min(self.tournament, len(wrapped)))
         return [w.ind for w in chosen]
 
     def best(self, k: int = 1) -> list[Individual]:

@@ -53,7 +53,7 @@ class StructuralOperator:
             child = _step(family, params, rng, genes_to_change=1)
         elif self.name == "mutate_many":  # DEAP uniform-integer mutation over the genome
             genes = encode(family, params)
-            (genes,) = _with_rng(rng, tools.mutUniformInt, genes, low=[0] * len(genes),
+            (genes,) = with_rng(rng, tools.mutUniformInt, genes, low=[0] * len(genes),
                                  up=[len(v) - 1 for v in family.space.values()], indpb=0.3)
             child = decode(family, list(genes))
         elif self.name == "crossover":
@@ -62,7 +62,7 @@ class StructuralOperator:
                 child = _step(family, params, rng, genes_to_change=1)
             else:
                 a, b = encode(family, params), encode(family, other.params)
-                a, b = _with_rng(rng, tools.cxUniform, a, b, indpb=0.5)
+                a, b = with_rng(rng, tools.cxUniform, a, b, indpb=0.5)
                 child = decode(family, list(a))
         elif self.name == "change_family":  # jump to another family's random configuration
             family = FAMILIES[rng.choice(sorted(n for n in FAMILIES if n != family.name))]
@@ -73,7 +73,7 @@ class StructuralOperator:
         return family.candidate(child, operator=self.name, parents=tuple(p.id for p in parents))
 
 
-def _with_rng(rng: random.Random, fn, *args, **kwargs):
+def with_rng(rng: random.Random, fn, *args, **kwargs):
     """DEAP draws from the global `random`: run it under our generator's state, then hand it back."""
     saved = random.getstate()
     random.setstate(rng.getstate())
