@@ -73,3 +73,39 @@ def test_suggestions_split_k_for_skinny_shapes():
     assert first["SPLIT_K"] >= 8
     (big, *_) = FAMILIES["hopper"].suggest(8192, 8192, 8192)
     assert big["SPLIT_K"] == 1 and big["BM"] * big["BN"] >= 128 * 256
+
+
+def test_cluster_split_k_declares_one_cluster_per_tile():
+    fam = FAMILIES["hopper"]
+    params = dict(fam.default, BM=128, BN=128, SPLIT_K=4, SPLIT_CLUSTER=1, PERSISTENT=0)
+    source = fam.render(params)
+    assert "evo_splitk_ws" not in source  # no global workspace: partials meet in shared memory
+    launch = parse_declaration(source).launch_for(Shape(256, 1024, 4096), num_sms=132)
+    assert launch.cluster == (4, 1, 1) and launch.grid == (2 * 8 * 4, 1, 1)
+    assert launch.smem >= 128 * (128 + 8) * 4  # the padded fp32 partial tile fits
+
+
+@pytest.mark.parametrize("change, reason", [
+    (dict(SPLIT_CLUSTER=1), "needs SPLIT_K > 1"),
+    (dict(SPLIT_CLUSTER=1, SPLIT_K=16, PERSISTENT=0), "at most 8 splits"),
+    (dict(SPLIT_CLUSTER=1, SPLIT_K=4), "PERSISTENT=0"),
+    (dict(CTAS_PER_SM=2), "one consumer warpgroup"),
+    (dict(CTAS_PER_SM=2, CONSUMERS=1, BM=64, STAGES=5), "2 CTA(s) per SM"),
+])
+def test_hopper_combinations_that_cannot_work_are_explained(change, reason):
+    fam = FAMILIES["hopper"]
+    assert reason in fam.problem(dict(fam.default, **change))
+
+
+def test_two_ctas_per_sm_split_the_register_file():
+    fam = FAMILIES["hopper"]
+    one = fam.render(dict(fam.default, BM=64, BN=128, CONSUMERS=1, STAGES=4))
+    two = fam.render(dict(fam.default, BM=64, BN=128, CONSUMERS=1, STAGES=4, CTAS_PER_SM=2))
+    assert "setmaxnreg.inc.sync.aligned.u32 240" in one and "setmaxnreg.inc.sync.aligned.u32 216" in two
+    launch = parse_declaration(two).launch_for(Shape(8192, 8192, 256), num_sms=132)
+    assert launch.grid == (264, 1, 1) and 2 * (launch.smem + 1024) <= 233472
+
+
+def test_suggestions_offer_cluster_split_k_for_long_k_and_few_tiles():
+    picks = FAMILIES["hopper"].suggest(256, 1024, 4096, limit=6)
+    assert any(p["SPLIT_CLUSTER"] == 1 for p in picks) and any(p["SPLIT_CLUSTER"] == 0 for p in picks)

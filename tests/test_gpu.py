@@ -44,6 +44,23 @@ def test_tensor_core_families_are_correct_on_odd_shapes(gpu_evaluator, family, s
         assert e.max_rel_err < 3e-4 and e.speedup > 0
 
 
+@pytest.mark.parametrize("change", [
+    dict(BM=128, BN=128, SPLIT_K=4, SPLIT_CLUSTER=1, PERSISTENT=0),
+    dict(BM=64, BN=64, CONSUMERS=1, SPLIT_K=8, SPLIT_CLUSTER=1, PERSISTENT=0),
+    dict(BM=128, BN=256, SPLIT_K=2, SPLIT_CLUSTER=1, PERSISTENT=0, STAGES=3),
+    dict(BM=64, BN=128, CONSUMERS=1, CTAS_PER_SM=2),
+    dict(BM=128, BN=128, CONSUMERS=1, CTAS_PER_SM=2, STAGES=3),
+])
+def test_hopper_variants_are_correct_on_odd_shapes(gpu_evaluator, change):
+    fam = FAMILIES["hopper"]
+    cand = fam.candidate(dict(fam.default, **change))
+    shapes = [Shape(1, 4096, 4096), Shape(77, 4096, 4096), Shape(333, 11008, 4096), Shape(129, 136, 8),
+              Shape(64, 64, 16384), Shape(2048, 2048, 256)]
+    for e in gpu_evaluator.evaluate([(cand, s) for s in shapes]):
+        assert e.ok, (change, e.shape, e.status, e.error)
+        assert e.max_rel_err < 3e-4 and e.speedup > 0
+
+
 def test_simt_is_correct_on_unaligned_shapes(gpu_evaluator):
     cand = FAMILIES["simt"].candidate(FAMILIES["simt"].default)
     for e in gpu_evaluator.evaluate([(cand, s) for s in (Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333))]):

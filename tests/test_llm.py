@@ -1,4 +1,5 @@
 """LLM operators through the real anthropic SDK against a local fake of the Messages API."""
+from collections import Counter
 import re
 
 import pytest
@@ -25,11 +26,14 @@ def edit(search: str, replace: str) -> str:
 def deepen(prompt: str) -> str:
     """A real edit: two more pipeline stages, with the shared-memory declaration kept consistent."""
     src = source_in(prompt)
-    stages = int(re.search(r"#define STAGES (\d+)", src).group(1))
+    found = re.search(r"#define STAGES (\d+)", src)
+    if not found:
+        return "This kernel has no multi-stage pipeline to deepen."
+    stages = int(found.group(1))
     smem = int(re.search(r"// @evo smem     = (\d+)", src).group(1))
     new = stages + 1
-    if smem // stages * new > 232448:  # no room for another stage: answer with an edit that changes nothing much
-        return edit("#define GROUP_M 8", "#define GROUP_M 4")
+    if smem // stages * new > 232448:
+        return "No room in shared memory for another stage."
     return (edit(f"#define STAGES {stages}", f"#define STAGES {new}")
             + edit(f"// @evo smem     = {smem}", f"// @evo smem     = {smem // stages * new}"))
 
@@ -183,7 +187,7 @@ def test_search_policy_learns_which_prompt_improves_kernels(monkeypatch, tmp_pat
         return 200, message("Retiling would not help here."), 0
 
     with FakeAnthropic(behaviour) as server:
-        c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[1024x1024x1024,4096x4096x1024]",
+        c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[1024x1024x1024,512x2048x1024]",
                           "llm=anthropic", f"llm.base_url={server.url}", "llm.prompts=[deepen_pipeline,retile]",
                           "mutator.structural=[]", "search.max_evaluations=60", "islands.n=1",
                           "islands.population=4", "search.children_per_island=6", "search.progress=false",
@@ -191,12 +195,15 @@ def test_search_policy_learns_which_prompt_improves_kernels(monkeypatch, tmp_pat
                           "islands.specialize=none", "search.seed=3"])
         archive, run_id, _ = run_search(c, raw, log=lambda s: None)
     policy = archive.get_state(run_id, "policy")
-    uses = {op: n for ctx in policy["uses"].values() for op, n in ctx.items()}
-    assert uses.get("llm:deepen_pipeline", 0) > uses.get("llm:retile", 0)
+    uses = Counter()
+    for ctx in policy["uses"].values():
+        uses.update(ctx)
+    assert uses["llm:deepen_pipeline"] > uses["llm:retile"]
     final = archive.db.query("select state_json from policy_state where run_id = ? order by id desc limit 1", [run_id])
     import json
     probs = json.loads(next(final)["state_json"])["probabilities"]
-    learned = [p for p in probs.values() if "llm:retile" in p]
-    assert learned and all(p["llm:deepen_pipeline"] > p["llm:retile"] for p in learned)
+    # contexts (shape bucket x family) the policy has seen often enough to have learned something
+    learned = [probs[ctx] for ctx, n in policy["uses"].items() if sum(n.values()) >= 10]
+    assert learned and all(p["llm:deepen_pipeline"] > p["llm:retile"] for p in learned), (probs, policy["uses"])
     outcomes = {r["outcome"] for r in archive.db.query("select outcome from llm_calls")}
     assert {"child", "no_edit"} <= outcomes

@@ -90,14 +90,14 @@ def split_for(tiles: int, k_tiles: int, num_sms: int, cap: int = 32, min_k_tiles
     return split
 
 
-def tile_score(M: int, N: int, bm: int, bn: int, split: int, num_sms: int) -> float:
+def tile_score(M: int, N: int, bm: int, bn: int, split: int, num_sms: int, reduction_cost: float = 0.25) -> float:
     """Useful fraction of issued work (padding waste, wave quantization), discounted for small tiles,
     which re-read their operands more often (intensity bm*bn/(bm+bn) relative to a 128x256 tile)."""
     tm, tn = -(-M // bm), -(-N // bn)
     work = tm * tn * split
     waves = -(-work // num_sms)
     intensity = min(1.0, (bm * bn / (bm + bn)) / (128 * 256 / 384)) ** 0.25
-    reduction = 1 + 0.25 * math.log2(split)  # split-K pays for its fp32 reduction (measured on the H200)
+    reduction = 1 + reduction_cost * math.log2(split)  # split-K pays for its fp32 reduction (measured on the H200)
     return (M * N) / (tm * bm * tn * bn) * work / (waves * num_sms) * intensity / reduction
 
 

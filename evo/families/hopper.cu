@@ -1,13 +1,14 @@
 // evo seed family "hopper" (sm_90a): TMA loads into a multi-stage mbarrier pipeline, wgmma with fp32
 // accumulators, one producer warpgroup and ${CONSUMERS} consumer warpgroup(s) with register reallocation,
 // and a persistent tile scheduler with grouped rasterization.
-// Tile ${BM}x${BN}x64, ${STAGES} stages, raster group ${GROUP_M}, split-K ${SPLIT_K}.
+// Tile ${BM}x${BN}x64, ${STAGES} stages, raster group ${GROUP_M}, split-K ${SPLIT_K} (${SPLIT_HOW}),
+// ${CTAS_PER_SM} CTA(s) per SM.
 #include <cuda.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 // @evo grid     = ${GRID}
 // @evo block    = ${THREADS}
-// @evo smem     = ${SMEM}
+// @evo smem     = ${SMEM}${CLUSTER_DECL}
 // @evo requires = K % 8 == 0 and N % 8 == 0
 // @evo tma      = A box(64, ${BM}) swizzle(128)
 // @evo tma      = B box(64, 64) swizzle(128)${SPLITK_REQUIRES}
@@ -19,17 +20,30 @@
 #define CONSUMERS ${CONSUMERS}
 #define GROUP_M ${GROUP_M}
 #define SPLIT_K ${SPLIT_K}
+#define SPLIT_CLUSTER ${SPLIT_CLUSTER}  // 1: the split-K CTAs of a tile form a cluster and add over DSMEM
+#define CTAS_PER_SM ${CTAS_PER_SM}
+#define P_STRIDE (BN + 8)  // floats per row of the partial tile: the padding spreads rows over banks
 #define ROWS_PER_CONSUMER (BM / CONSUMERS)
 #define MMA_M_TILES (ROWS_PER_CONSUMER / 64)
 #define A_STAGE_BYTES (BM * BK * 2)
 #define B_STAGE_BYTES (BK * BN * 2)
 #define ACC_PER_THREAD (MMA_M_TILES * BN / 2)
+#define PIPE_BYTES (STAGES * (A_STAGE_BYTES + B_STAGE_BYTES))
+#if SPLIT_K > 1 && SPLIT_CLUSTER
+#define PARTIAL_BYTES (BM * P_STRIDE * 4)
+#else
+#define PARTIAL_BYTES 0
+#endif
+// pipeline stages, reused by cluster split-K for the fp32 partial tile; barriers follow
+#define REGION_BYTES (((PIPE_BYTES > PARTIAL_BYTES ? PIPE_BYTES : PARTIAL_BYTES) + 1023) / 1024 * 1024)
 #define C_STRIDE 72  // halves per row of the epilogue tile: 64 + 8 of padding against bank conflicts
 // split-K partials are combined among the consumer threads only
 #define SPLITK_SYNC() asm volatile("bar.sync 1, %0;" :: "n"(CONSUMERS * 128) : "memory")
 
 ${WGMMA}
+#if SPLIT_K > 1 && !SPLIT_CLUSTER
 ${SPLITK}
+#endif
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -85,6 +99,51 @@ template <int N> __device__ __forceinline__ void wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
 }
 
+// ---- cluster split-K: every CTA of a cluster computes one K slice of the same tile; the partial
+// tiles meet in distributed shared memory, and each CTA adds up and stores 1/SPLIT_K of the rows.
+#if SPLIT_K > 1 && SPLIT_CLUSTER
+__device__ __forceinline__ void cluster_sync() {  // all threads of all CTAs; orders shared-memory writes
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ float4 load_peer(uint32_t local_addr, uint32_t peer) {
+    uint32_t remote;
+    float4 v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local_addr), "r"(peer));
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
+    return v;
+}
+// Rows [rank * BM / SPLIT_K, (rank + 1) * BM / SPLIT_K) of the tile: the sum over every CTA's partial
+// (peers in a fixed order, so results do not depend on timing), 8 columns per 16-byte store.
+__device__ __forceinline__ void cluster_reduce_store(const float* part, half* C, int m0, int n0, int M, int N,
+                                                     int tid, int nthreads) {
+    constexpr int SLICE = BM / SPLIT_K, CHUNKS = BN / 8;
+    const uint32_t rank = cluster_rank(), base = smem_u32(part);
+    for (int chunk = tid; chunk < SLICE * CHUNKS; chunk += nthreads) {
+        const int r = rank * SLICE + chunk / CHUNKS, c = (chunk % CHUNKS) * 8;
+        if (m0 + r >= M || n0 + c >= N) continue;  // N % 8 == 0: a chunk is wholly inside or outside
+        const uint32_t addr = base + (r * P_STRIDE + c) * 4;
+        float s[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        #pragma unroll
+        for (int peer = 0; peer < SPLIT_K; ++peer) {
+            const float4 lo = load_peer(addr, peer), hi = load_peer(addr + 16, peer);
+            s[0] += lo.x; s[1] += lo.y; s[2] += lo.z; s[3] += lo.w;
+            s[4] += hi.x; s[5] += hi.y; s[6] += hi.z; s[7] += hi.w;
+        }
+        uint4 out;
+        half2* h = reinterpret_cast<half2*>(&out);
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(s[2 * i], s[2 * i + 1]);
+        *reinterpret_cast<uint4*>(C + (size_t)(m0 + r) * N + n0 + c) = out;
+    }
+}
+#endif
+
 // Persistent schedule: work item -> (tile_m, tile_n, k split), grouped GROUP_M tiles along M so
 // that consecutive CTAs share B columns in L2.
 struct Work { int m0, n0, kt_begin, kt_end; };
@@ -105,7 +164,7 @@ __device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, in
     return w;
 }
 
-extern "C" __global__ void __launch_bounds__(${THREADS}, 1)
+extern "C" __global__ void __launch_bounds__(${THREADS}, CTAS_PER_SM)
 hgemm(const half* A, const half* B, half* C, int M, int N, int K,
       const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
     extern __shared__ uint8_t smem_raw[];
@@ -113,10 +172,10 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
     uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t* a_tiles = smem;
     uint8_t* b_tiles = smem + STAGES * A_STAGE_BYTES;
-    uint64_t* full = (uint64_t*)(b_tiles + STAGES * B_STAGE_BYTES);
+    uint64_t* full = (uint64_t*)(smem + REGION_BYTES);
     uint64_t* empty = full + STAGES;
-    int* splitk_flag = (int*)(empty + STAGES);
-    half* c_tiles = (half*)(b_tiles + STAGES * B_STAGE_BYTES + 2 * STAGES * 8 + 16);
+    [[maybe_unused]] int* splitk_flag = (int*)(empty + STAGES);
+    half* c_tiles = (half*)(smem + REGION_BYTES + 2 * STAGES * 8 + 16);
 
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int k_tiles = (K + BK - 1) / BK;
@@ -152,6 +211,10 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 }
             }
         }
+#if SPLIT_K > 1 && SPLIT_CLUSTER
+        cluster_sync();  // the two cluster barriers of the consumers' reduction (one tile per CTA)
+        cluster_sync();
+#endif
     } else {
         // Consumers: each warpgroup owns ROWS_PER_CONSUMER rows of the tile.
         asm volatile("setmaxnreg.inc.sync.aligned.u32 ${CONSUMER_REGS};");
@@ -185,7 +248,29 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
             wgmma_wait<0>();
             if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty[prev_stage]);
 
-#if SPLIT_K > 1
+#if SPLIT_K > 1 && SPLIT_CLUSTER
+            {
+                // The stages become this CTA's fp32 partial tile once both consumers are done with them
+                // (one tile per CTA: the producer has no loads left in flight).
+                SPLITK_SYNC();
+                float* part = reinterpret_cast<float*>(smem);
+                #pragma unroll
+                for (int mt = 0; mt < MMA_M_TILES; ++mt) {
+                    #pragma unroll
+                    for (int q = 0; q < BN / 8; ++q) {
+                        const float* v = acc + mt * (BN / 2) + q * 4;
+                        const int r = consumer * ROWS_PER_CONSUMER + mt * 64 + warp * 16 + lane / 4;
+                        const int c = q * 8 + (lane % 4) * 2;
+                        *reinterpret_cast<float2*>(part + r * P_STRIDE + c) = make_float2(v[0], v[1]);
+                        *reinterpret_cast<float2*>(part + (r + 8) * P_STRIDE + c) = make_float2(v[2], v[3]);
+                    }
+                }
+                cluster_sync();  // every partial of the cluster is written
+                cluster_reduce_store(part, C, w.m0, w.n0, M, N, threadIdx.x - 128, CONSUMERS * 128);
+                cluster_sync();  // peers have read our partial: now this CTA may exit
+                continue;
+            }
+#elif SPLIT_K > 1
             const int row_base = w.m0 + consumer * ROWS_PER_CONSUMER + warp * 16 + lane / 4;
             const int col_base = w.n0 + (lane % 4) * 2;
             auto inside = [&](int i) {  // accumulator i -> (row, col) of the wgmma fragment layout

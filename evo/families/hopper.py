@@ -1,13 +1,27 @@
 """Family "hopper": TMA + wgmma, warp-specialized producer/consumers, persistent (sm_90a)."""
+import itertools
+
 from evo.families._family import Family, Params, split_for, splitk_requires, splitk_snippet, tile_score
 
 SMEM_LIMIT = 232448
+SMEM_PER_SM = 233472  # two CTAs on one SM share this, less 1 KiB reserved per CTA
+MAX_CLUSTER_SPLIT = 8  # portable cluster size
+
+
+def _cluster(p: Params) -> bool:
+    return p["SPLIT_K"] > 1 and p["SPLIT_CLUSTER"] == 1
+
+
+def _region(p: Params) -> int:
+    """Bytes of the pipeline stages; cluster split-K reuses them for the padded fp32 partial tile."""
+    stages = p["STAGES"] * (p["BM"] * 64 + 64 * p["BN"]) * 2
+    partial = p["BM"] * (p["BN"] + 8) * 4 if _cluster(p) else 0
+    return -(-max(stages, partial) // 1024) * 1024
 
 
 def _smem(p: Params) -> int:
-    stage = (p["BM"] * 64 + 64 * p["BN"]) * 2
-    epilogue = p["CONSUMERS"] * 64 * 72 * 2  # one padded 64x64 fp16 staging tile per consumer
-    return p["STAGES"] * stage + 2 * p["STAGES"] * 8 + 16 + epilogue + 1024  # + barriers, flag, alignment slack
+    epilogue = 0 if _cluster(p) else p["CONSUMERS"] * 64 * 72 * 2  # a padded 64x64 fp16 tile per consumer
+    return _region(p) + 2 * p["STAGES"] * 8 + 16 + epilogue + 1024  # + barriers, flag, alignment slack
 
 
 def _problem(p: Params) -> str | None:
@@ -16,8 +30,18 @@ def _problem(p: Params) -> str | None:
         return "each consumer warpgroup must own 64 or 128 rows"
     if rows * p["BN"] // 128 > 128:
         return "more than 128 fp32 accumulators per consumer thread"
-    if _smem(p) > SMEM_LIMIT:
-        return f"{_smem(p)} bytes of shared memory exceed {SMEM_LIMIT}"
+    if p["CTAS_PER_SM"] == 2 and p["CONSUMERS"] != 1:
+        return "two CTAs per SM leave registers for one consumer warpgroup only"
+    limit = SMEM_LIMIT if p["CTAS_PER_SM"] == 1 else SMEM_PER_SM // 2 - 1024
+    if _smem(p) > limit:
+        return f"{_smem(p)} bytes of shared memory exceed {limit} ({p['CTAS_PER_SM']} CTA(s) per SM)"
+    if p["SPLIT_CLUSTER"] == 1:
+        if p["SPLIT_K"] == 1:
+            return "SPLIT_CLUSTER needs SPLIT_K > 1"
+        if p["SPLIT_K"] > MAX_CLUSTER_SPLIT:
+            return f"a cluster split-K takes at most {MAX_CLUSTER_SPLIT} splits (portable cluster size)"
+        if p["PERSISTENT"]:
+            return "cluster split-K runs one tile per CTA (PERSISTENT=0)"
     return None
 
 
@@ -38,46 +62,84 @@ def wgmma_helper(n: int) -> str:
     )
 
 
+def _consumer_regs(p: Params) -> int:
+    """setmaxnreg target: the CTA's register file share, less the producer's 40 per thread."""
+    per_cta = 65536 // p["CTAS_PER_SM"]
+    return min(240, (per_cta // 128 - 40) // p["CONSUMERS"] // 8 * 8)
+
+
 def _derive(p: Params) -> dict[str, str]:
-    consumers = p["CONSUMERS"]
+    consumers, cluster = p["CONSUMERS"], _cluster(p)
     items = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * {p['SPLIT_K']}"
     return {
         "THREADS": str(128 * (consumers + 1)), "SMEM": str(_smem(p)),
-        "GRID": f"min(num_sms, {items})" if p["PERSISTENT"] else items,
-        "PRODUCER_REGS": "40", "CONSUMER_REGS": "232" if consumers == 2 else "240",
-        "WGMMA": wgmma_helper(p["BN"]), "SPLITK": splitk_snippet(p["SPLIT_K"]),
-        "SPLITK_REQUIRES": splitk_requires(p["SPLIT_K"], p["BM"], p["BN"]),
+        "GRID": f"min(num_sms * {p['CTAS_PER_SM']}, {items})" if p["PERSISTENT"] else items,
+        "PRODUCER_REGS": "40", "CONSUMER_REGS": str(_consumer_regs(p)),
+        "WGMMA": wgmma_helper(p["BN"]),
+        "SPLITK": "" if cluster else splitk_snippet(p["SPLIT_K"]),
+        "SPLITK_REQUIRES": "" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"]),
+        "SPLIT_HOW": "cluster DSMEM" if cluster else ("fp32 atomics" if p["SPLIT_K"] > 1 else "none"),
+        "CLUSTER_DECL": f"\n// @evo cluster  = {p['SPLIT_K']}, 1, 1" if cluster else "",
     }
+
+
+def _fit_stages(p: Params) -> Params | None:
+    """The deepest pipeline (up to 5 stages) that fits, or None."""
+    for stages in (5, 4, 3, 2):
+        q = dict(p, STAGES=stages)
+        if _problem(q) is None:
+            return q
+    return None
 
 
 def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
     k_tiles = -(-K // 64)
     out = []
+
+    def offer(score: float, p: Params) -> None:
+        q = _fit_stages(p)
+        if q is not None:
+            out.append((score, q))
+
     for bm, bn, consumers in ((128, 256, 2), (256, 128, 2), (128, 128, 2), (128, 128, 1), (128, 192, 2),
                               (64, 256, 1), (64, 128, 1), (64, 64, 1), (128, 64, 1)):
         tiles = -(-M // bm) * -(-N // bn)
+        bonus = 1 + 0.1 * (bm * bn >= 128 * 256)
         split = split_for(tiles, k_tiles, num_sms)
-        p = {"BM": bm, "BN": bn, "CONSUMERS": consumers, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": split, "PERSISTENT": 1}
-        for stages in (5, 4, 3):
-            p["STAGES"] = stages
-            if _problem(p) is None:
-                break
-        score = tile_score(M, N, bm, bn, split, num_sms) * (1 + 0.1 * (bm * bn >= 128 * 256))
-        out.append((score, p))
+        p = {"BM": bm, "BN": bn, "CONSUMERS": consumers, "STAGES": 5, "GROUP_M": 8, "SPLIT_K": split,
+             "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1}
+        score = tile_score(M, N, bm, bn, split, num_sms) * bonus
+        offer(score, p)
         if split > 1:  # fewer splits: less fp32 reduction traffic (measured: often the better trade)
-            out.append((score * 0.97, dict(p, SPLIT_K=1)))
-            out.append((score * 0.9, dict(p, SPLIT_K=split // 2)))
-    return [p for _, p in sorted(out, key=lambda x: -x[0])]
+            offer(score * 0.97, dict(p, SPLIT_K=1))
+            offer(score * 0.9, dict(p, SPLIT_K=split // 2))
+        # Cluster split-K adds partials in distributed shared memory, not through L2 atomics: cheaper,
+        # so it is worth splitting down to 2 k-steps per CTA.
+        cluster_split = split_for(tiles, k_tiles, num_sms, cap=8, min_k_tiles=2)
+        if cluster_split > 1:
+            cluster_score = tile_score(M, N, bm, bn, cluster_split, num_sms, reduction_cost=0.1) * bonus
+            offer(cluster_score, dict(p, SPLIT_K=cluster_split, SPLIT_CLUSTER=1, PERSISTENT=0))
+        if consumers == 1 and split == 1 and tiles > num_sms:
+            # two CTAs per SM: one CTA's epilogue overlaps the other's loads and math
+            offer(score * (0.98 if K <= 1024 else 0.9), dict(p, CTAS_PER_SM=2))
+    # The scores cannot tell the two reductions apart reliably: alternate them, best first.
+    ranked = sorted(out, key=lambda x: -x[0])
+    cluster = [p for _, p in ranked if p["SPLIT_CLUSTER"]]
+    other = [p for _, p in ranked if not p["SPLIT_CLUSTER"]]
+    first, second = (cluster, other) if cluster and ranked[0][1] is cluster[0] else (other, cluster)
+    return [p for pair in itertools.zip_longest(first, second) for p in pair if p is not None]
 
 
 HOPPER = Family(
     name="hopper",
     description="TMA + mbarrier pipeline + wgmma, producer/consumer warpgroups, persistent, split-K",
     space={"BM": (64, 128, 256), "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
-           "GROUP_M": (1, 4, 8, 16), "SPLIT_K": (1, 2, 4, 8, 16, 32), "PERSISTENT": (0, 1)},
+           "GROUP_M": (1, 4, 8, 16), "SPLIT_K": (1, 2, 4, 8, 16, 32), "SPLIT_CLUSTER": (0, 1),
+           "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,
-    default={"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": 1, "PERSISTENT": 1},
+    default={"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": 1, "SPLIT_CLUSTER": 0,
+             "PERSISTENT": 1, "CTAS_PER_SM": 1},
     _suggest=_suggest,
 )

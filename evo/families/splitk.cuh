@@ -6,18 +6,23 @@
 __device__ float evo_splitk_ws[EVO_WS_FLOATS];
 __device__ unsigned int evo_splitk_count[EVO_MAX_TILES];
 
+__device__ __forceinline__ void red_add_v2(float* addr, float a, float b) {  // one 8-byte atomic add in L2
+    asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};" :: "l"(addr), "f"(a), "f"(b) : "memory");
+}
+
 // Every participating thread passes its COUNT accumulators; returns true in the CTA that arrives
 // last for `tile`, whose `acc` then holds the sum over all splits. SPLITK_SYNC() must be a barrier
 // over exactly the `nthreads` participating threads.
-// `inside(i)` says whether accumulator i maps to an element of C (tiles overhanging M or N skip the
-// atomics for their padding).
+// Accumulators 2p and 2p+1 are neighbours in one row of C (both fragment layouts), so they travel as
+// one pair; `inside(i)` says whether accumulator i maps to an element of C (tiles overhanging M or N
+// skip the atomics for their padding).
 template <int COUNT, typename Inside>
 __device__ __forceinline__ bool splitk_reduce(float* acc, int tile, int split, int tid, int nthreads, int* flag,
                                               Inside inside) {
-    float* sum = evo_splitk_ws + (size_t)tile * COUNT * nthreads;
+    float2* sum = reinterpret_cast<float2*>(evo_splitk_ws + (size_t)tile * COUNT * nthreads);
     #pragma unroll
-    for (int i = 0; i < COUNT; ++i)
-        if (inside(i)) atomicAdd(sum + (size_t)i * nthreads + tid, acc[i]);
+    for (int i = 0; i < COUNT; i += 2)
+        if (inside(i)) red_add_v2(reinterpret_cast<float*>(sum + (size_t)(i / 2) * nthreads + tid), acc[i], acc[i + 1]);
     __threadfence();
     SPLITK_SYNC();
     if (tid == 0) *flag = (atomicAdd(&evo_splitk_count[tile], 1u) == SPLIT_K - 1);
@@ -26,10 +31,12 @@ __device__ __forceinline__ bool splitk_reduce(float* acc, int tile, int split, i
     if (!last) return false;
     __threadfence();
     #pragma unroll
-    for (int i = 0; i < COUNT; ++i) {
+    for (int i = 0; i < COUNT; i += 2) {
         if (!inside(i)) continue;
-        acc[i] = __ldcg(sum + (size_t)i * nthreads + tid);
-        __stcg(sum + (size_t)i * nthreads + tid, 0.f);
+        const float2 v = __ldcg(sum + (size_t)(i / 2) * nthreads + tid);
+        acc[i] = v.x;
+        acc[i + 1] = v.y;
+        __stcg(sum + (size_t)(i / 2) * nthreads + tid, make_float2(0.f, 0.f));
     }
     if (tid == 0) evo_splitk_count[tile] = 0;
     return true;

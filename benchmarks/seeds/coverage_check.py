@@ -1,0 +1,78 @@
+"""Correctness of every family on every shape it declares it supports: the 1000-shape CUDA-L2 grid,
+the llm_layers set and unaligned shapes (tails), with each family's top shortlist picks per shape
+(the configurations a sweep or a search starts from) and its default. One fresh random draw per
+check, no timing. A failure prints the shape, configuration and the evaluator's message.
+
+Usage (GPU machine): python3 benchmarks/seeds/coverage_check.py OUT_DIR
+"""
+import csv
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from evo.config import EvaluatorConfig
+from evo.evaluation.evaluator import Evaluator
+from evo.families import FAMILIES
+from evo.shapes import Shape, build_shape_set
+
+ROOT = Path(__file__).resolve().parents[2]
+PICKS = {"hopper": 6, "ampere": 3, "simt": 1}  # shortlist picks per shape, besides the default
+UNALIGNED = [Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333), Shape(129, 136, 8), Shape(1, 8, 8),
+             Shape(255, 264, 1000), Shape(1000, 1000, 1000), Shape(4097, 4103, 129), Shape(3, 16384, 72)]
+
+
+def shape_set(name: str) -> list[Shape]:
+    conf = OmegaConf.load(ROOT / "conf" / "shapes" / f"{name}.yaml")
+    return build_shape_set(listed=list(conf.get("list") or []), grid=list(conf.get("grid") or []))
+
+
+def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    shapes = shape_set("cuda_l2") + shape_set("llm_layers") + UNALIGNED
+    ev = Evaluator(EvaluatorConfig(backend="gpu", draws=1, modes=[], timeout_s=60)).start()
+    num_sms = ev.devices[0].num_sms
+    pairs, configs = [], {}
+    for shape in shapes:
+        for name, fam in FAMILIES.items():
+            for params in fam.suggest(shape.M, shape.N, shape.K, num_sms, limit=PICKS[name]) + [fam.default]:
+                cand = fam.candidate(params, operator="coverage_check")
+                if cand.declaration.supports(shape, num_sms=num_sms) and (cand.id, shape) not in configs:
+                    configs[(cand.id, shape)] = (name, params)
+                    pairs.append((cand, shape))
+    kernels = len({c.id for c, _ in pairs})
+    print(f"coverage check: {len(shapes)} shapes, {kernels} configurations, {len(pairs)} checks "
+          f"on {ev.devices[0].key}", flush=True)
+    rows, start = [], time.time()
+    for e in ev.evaluate(pairs, measure_libraries=False):
+        name, params = configs[(e.kernel_id, e.shape)]
+        rows.append({"family": name, "params": json.dumps(params, sort_keys=True), "M": e.shape.M, "N": e.shape.N,
+                     "K": e.shape.K, "status": str(e.status), "rel_err": e.max_rel_err, "error": e.error[:300]})
+        if len(rows) % 1000 == 0:
+            print(f"  {len(rows)}/{len(pairs)} checks, {time.time() - start:.0f}s", flush=True)
+    ev.close()
+    with open(out / "coverage.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{len(rows)} checks in {time.time() - start:.0f}s")
+    for name in FAMILIES:
+        mine = [r for r in rows if r["family"] == name]
+        status = Counter(r["status"] for r in mine)
+        errs = [r["rel_err"] for r in mine if r["rel_err"] is not None]
+        covered = len({(r["M"], r["N"], r["K"]) for r in mine})
+        print(f"{name}: {status.get('ok', 0)}/{len(mine)} ok over {covered} shapes, "
+              f"{len({r['params'] for r in mine})} configurations; max rel. error {max(errs, default=0):.2e}; "
+              f"statuses {dict(status)}")
+        for r in [r for r in mine if r["status"] != "ok"][:10]:
+            print(f"   FAIL {r['M']}x{r['N']}x{r['K']} {r['params']} {r['status']}: {r['error'][:160]}")
+    correct = {(r["M"], r["N"], r["K"]) for r in rows if r["status"] == "ok"}
+    uncovered = [s for s in shapes if (s.M, s.N, s.K) not in correct]
+    print(f"shapes without a correct kernel: {len(uncovered)} {uncovered[:10]}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
