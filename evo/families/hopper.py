@@ -32,6 +32,8 @@ def _problem(p: Params) -> str | None:
         return "more than 128 fp32 accumulators per consumer thread"
     if p["CTAS_PER_SM"] == 2 and p["CONSUMERS"] != 1:
         return "two CTAs per SM leave registers for one consumer warpgroup only"
+    if p["CTAS_PER_SM"] == 2 and p["BN"] > 128:
+        return "two CTAs per SM compile with 128 registers per thread: too few for one wgmma of N > 128"
     limit = SMEM_LIMIT if p["CTAS_PER_SM"] == 1 else SMEM_PER_SM // 2 - 1024
     if _smem(p) > limit:
         return f"{_smem(p)} bytes of shared memory exceed {limit} ({p['CTAS_PER_SM']} CTA(s) per SM)"
