@@ -90,7 +90,8 @@ def test_cluster_split_k_declares_one_cluster_per_tile():
     (dict(SPLIT_CLUSTER=1, SPLIT_K=16, PERSISTENT=0), "at most 8 splits"),
     (dict(SPLIT_CLUSTER=1, SPLIT_K=4), "PERSISTENT=0"),
     (dict(CTAS_PER_SM=2), "one consumer warpgroup"),
-    (dict(CTAS_PER_SM=2, CONSUMERS=1, BM=64, STAGES=5), "2 CTA(s) per SM"),
+    (dict(CTAS_PER_SM=2, CONSUMERS=1, BM=64, STAGES=2), "too few for one wgmma"),
+    (dict(CTAS_PER_SM=2, CONSUMERS=1, BN=128, STAGES=5), "2 CTA(s) per SM"),
 ])
 def test_hopper_combinations_that_cannot_work_are_explained(change, reason):
     fam = FAMILIES["hopper"]
