@@ -184,6 +184,9 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
     const int tid_in_wg = threadIdx.x % 128;
 
     if (threadIdx.x == 0) {
+        // Start fetching both tensor-map descriptors now: the first TMA load would otherwise wait for them.
+        asm volatile("prefetch.tensormap [%0];" :: "l"(&tmA) : "memory");
+        asm volatile("prefetch.tensormap [%0];" :: "l"(&tmB) : "memory");
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
             mbar_init(&empty[s], CONSUMERS * 4);  // one arrival per consumer warp
