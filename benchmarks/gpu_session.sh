@@ -3,7 +3,6 @@
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD || exit
 export EVO_CACHE_DIR=/tmp/evo-cache PYTHONUNBUFFERED=1
 date -u
-(timeout 120 python3 -m pytest -m gpu -q -k "hopper" tests/test_gpu.py 2>&1 | tail -5 | tee $OUT/pytest_gpu.log)
+(timeout 420 sh -c "python3 -m evo export benchmarks/archives/sweep_shortlist_grid125_h200_v5.sqlite --out $OUT/exported && python3 benchmarks/export/export_check.py $OUT/exported" 2>&1 | tee $OUT/export_check_grid125.log)
 date -u
-(timeout 400 python3 -m evo sweep shapes=grid125 sweep.sample=shortlist sweep.budget=15 evaluator.draws=2 evaluator.replays=5 evaluator.target_replay_ms=5 evaluator.timeout_s=15 archive.path=$OUT/sweep.sqlite search.progress=false 2>&1 | tee $OUT/sweep.log)
-date -u
+cp $OUT/exported/manifest.json $OUT/manifest_grid125.json; rm -rf $OUT/exported
