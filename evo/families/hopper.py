@@ -134,7 +134,8 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
 
 HOPPER = Family(
     name="hopper",
-    description="TMA + mbarrier pipeline + wgmma, producer/consumer warpgroups, persistent, split-K",
+    description="TMA + mbarrier pipeline + wgmma, producer/consumer warpgroups, persistent, split-K (L2 atomics "
+                "or a cluster adding over DSMEM), one or two CTAs per SM",
     space={"BM": (64, 128, 256), "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": (1, 2, 4, 8, 16, 32), "SPLIT_CLUSTER": (0, 1),
            "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2)},
