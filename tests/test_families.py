@@ -90,6 +90,8 @@ def test_cluster_split_k_declares_one_cluster_per_tile():
     (dict(SPLIT_CLUSTER=1, SPLIT_K=16, PERSISTENT=0), "at most 8 splits"),
     (dict(SPLIT_CLUSTER=1, SPLIT_K=4), "PERSISTENT=0"),
     (dict(CTAS_PER_SM=2), "one consumer warpgroup"),
+    (dict(CLUSTER_M=2, SPLIT_K=2), "do not combine with split-K"),
+    (dict(CLUSTER_M=2, BN=64), "BN must be at least 128"),
     (dict(CTAS_PER_SM=2, CONSUMERS=1, BM=64, STAGES=2), "too few for one wgmma"),
     (dict(CTAS_PER_SM=2, CONSUMERS=1, BN=128, STAGES=5), "2 CTA(s) per SM"),
 ])
@@ -110,3 +112,15 @@ def test_two_ctas_per_sm_split_the_register_file():
 def test_suggestions_offer_cluster_split_k_for_long_k_and_few_tiles():
     picks = FAMILIES["hopper"].suggest(256, 1024, 4096, limit=6)
     assert any(p["SPLIT_CLUSTER"] == 1 for p in picks) and any(p["SPLIT_CLUSTER"] == 0 for p in picks)
+
+
+def test_multicast_pairs_launch_two_ctas_per_cluster():
+    fam = FAMILIES["hopper"]
+    source = fam.render(dict(fam.default, CLUSTER_M=2))
+    assert "multicast::cluster" in source
+    decl = parse_declaration(source)
+    big = decl.launch_for(Shape(8192, 8192, 8192), num_sms=132)
+    assert big.cluster == (2, 1, 1) and big.grid == (132, 1, 1)
+    small = decl.launch_for(Shape(77, 4096, 4096), num_sms=132)  # one M tile: its pair's second CTA idles
+    assert small.cluster == (2, 1, 1) and small.grid == (2 * 16, 1, 1)
+    assert any(p["CLUSTER_M"] == 2 for p in fam.suggest(8192, 8192, 8192, limit=6))

@@ -50,6 +50,9 @@ def test_tensor_core_families_are_correct_on_odd_shapes(gpu_evaluator, family, s
     dict(BM=128, BN=256, SPLIT_K=2, SPLIT_CLUSTER=1, PERSISTENT=0, STAGES=3),
     dict(BM=64, BN=128, CONSUMERS=1, CTAS_PER_SM=2),
     dict(BM=128, BN=128, CONSUMERS=1, CTAS_PER_SM=2, STAGES=3),
+    dict(CLUSTER_M=2),
+    dict(BM=128, BN=192, CLUSTER_M=2, PERSISTENT=0, STAGES=5),
+    dict(BM=64, BN=128, CONSUMERS=1, CLUSTER_M=2, CTAS_PER_SM=2),
 ])
 def test_hopper_variants_are_correct_on_odd_shapes(gpu_evaluator, change):
     fam = FAMILIES["hopper"]

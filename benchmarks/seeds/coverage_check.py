@@ -33,7 +33,7 @@ def shape_set(name: str) -> list[Shape]:
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     shapes = shape_set("cuda_l2") + shape_set("llm_layers") + UNALIGNED
-    ev = Evaluator(EvaluatorConfig(backend="gpu", draws=1, modes=[], timeout_s=60)).start()
+    ev = Evaluator(EvaluatorConfig(backend="gpu", draws=1, modes=[], timeout_s=20)).start()
     num_sms = ev.devices[0].num_sms
     pairs, configs = [], {}
     for shape in shapes:

@@ -2,7 +2,7 @@
 // accumulators, one producer warpgroup and ${CONSUMERS} consumer warpgroup(s) with register reallocation,
 // and a persistent tile scheduler with grouped rasterization.
 // Tile ${BM}x${BN}x64, ${STAGES} stages, raster group ${GROUP_M}, split-K ${SPLIT_K} (${SPLIT_HOW}),
-// ${CTAS_PER_SM} CTA(s) per SM.
+// ${CTAS_PER_SM} CTA(s) per SM, ${CLUSTER_M} CTA(s) per cluster along M sharing B by TMA multicast.
 #include <cuda.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -22,6 +22,7 @@
 #define SPLIT_K ${SPLIT_K}
 #define SPLIT_CLUSTER ${SPLIT_CLUSTER}  // 1: the split-K CTAs of a tile form a cluster and add over DSMEM
 #define CTAS_PER_SM ${CTAS_PER_SM}
+#define CLUSTER_M ${CLUSTER_M}  // 2: CTA pairs on neighbouring M tiles; each loads half of B for both
 #define P_STRIDE (BN + 8)  // floats per row of the partial tile: the padding spreads rows over banks
 #define ROWS_PER_CONSUMER (BM / CONSUMERS)
 #define MMA_M_TILES (ROWS_PER_CONSUMER / 64)
@@ -74,6 +75,35 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
         :: "r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(x), "r"(y) : "memory");
 }
 
+#if CLUSTER_M > 1
+// The same box into the same shared-memory offset of every CTA in `mask`, completing on each one's
+// mbarrier at `bar`'s offset.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int x, int y,
+                                                      uint16_t mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;"
+        :: "r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(x), "r"(y), "h"(mask) : "memory");
+}
+// Arrive on the mbarrier at `bar`'s offset in CTA `cta` of the cluster.
+__device__ __forceinline__ void mbar_arrive_in(uint64_t* bar, uint32_t cta) {
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(bar)), "r"(cta));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+}
+#endif
+
+// A consumer warp is done with a stage. With multicast the stage is refilled by both CTAs' loads,
+// so both producers wait for it: arrive in every CTA of the cluster.
+__device__ __forceinline__ void release_stage(uint64_t* bar) {
+#if CLUSTER_M > 1
+    #pragma unroll
+    for (uint32_t cta = 0; cta < CLUSTER_M; ++cta) mbar_arrive_in(bar, cta);
+#else
+    mbar_arrive(bar);
+#endif
+}
+
 // ---- wgmma shared-memory descriptors (128-byte swizzle) ----------------------------------------
 // A tile: BM rows of 64 halves (128 B), K contiguous ("K-major"): 8-row core groups 1024 B apart.
 __device__ __forceinline__ uint64_t desc_a(const void* p) {
@@ -101,7 +131,7 @@ template <int N> __device__ __forceinline__ void wgmma_wait() {
 
 // ---- cluster split-K: every CTA of a cluster computes one K slice of the same tile; the partial
 // tiles meet in distributed shared memory, and each CTA adds up and stores 1/SPLIT_K of the rows.
-#if SPLIT_K > 1 && SPLIT_CLUSTER
+#if (SPLIT_K > 1 && SPLIT_CLUSTER) || CLUSTER_M > 1
 __device__ __forceinline__ void cluster_sync() {  // all threads of all CTAs; orders shared-memory writes
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
@@ -110,6 +140,8 @@ __device__ __forceinline__ uint32_t cluster_rank() {
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
     return r;
 }
+#endif
+#if SPLIT_K > 1 && SPLIT_CLUSTER
 __device__ __forceinline__ float4 load_peer(uint32_t local_addr, uint32_t peer) {
     uint32_t remote;
     float4 v;
@@ -179,7 +211,21 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
 
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int k_tiles = (K + BK - 1) / BK;
-    const int items = tiles_m * tiles_n * SPLIT_K;
+    // With multicast, an item is a pair of neighbouring M tiles and both CTAs of a cluster walk the same
+    // items; CTA r of the pair takes the pair's r-th tile.
+    const int pair_rows = (tiles_m + CLUSTER_M - 1) / CLUSTER_M;
+    const int items = pair_rows * tiles_n * SPLIT_K;
+    const int first_item = blockIdx.x / CLUSTER_M, item_stride = gridDim.x / CLUSTER_M;
+#if CLUSTER_M > 1
+    const int m_rank = cluster_rank();
+#else
+    const int m_rank = 0;
+#endif
+    auto tile_of = [&](int item) {
+        Work w = work_item(item, pair_rows, tiles_n, k_tiles);
+        w.m0 = w.m0 * CLUSTER_M + m_rank * BM;
+        return w;
+    };
     const int warpgroup = threadIdx.x / 128;
     const int tid_in_wg = threadIdx.x % 128;
 
@@ -189,27 +235,38 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
         asm volatile("prefetch.tensormap [%0];" :: "l"(&tmB) : "memory");
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], CONSUMERS * 4);  // one arrival per consumer warp
+            mbar_init(&empty[s], CONSUMERS * 4 * CLUSTER_M);  // one arrival per consumer warp of the cluster
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+#if CLUSTER_M > 1
+    cluster_sync();  // the peer's barriers exist before any multicast or remote arrival reaches them
+#endif
 
     if (warpgroup == 0) {
         // Producer: one thread issues every TMA load; the others give their registers away.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 ${PRODUCER_REGS};");
         if (tid_in_wg == 0) {
             int stage = 0; uint32_t phase = 0;
-            for (int item = blockIdx.x; item < items; item += gridDim.x) {
-                Work w = work_item(item, tiles_m, tiles_n, k_tiles);
+            for (int item = first_item; item < items; item += item_stride) {
+                Work w = tile_of(item);
+                // A pair's second tile can lie beyond M: it then loads (and later skips storing) the last real tile.
+                const int a_row = min(w.m0, (tiles_m - 1) * BM);
                 for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
                     mbar_wait(&empty[stage], phase ^ 1);
                     mbar_expect_tx(&full[stage], A_STAGE_BYTES + B_STAGE_BYTES);
-                    tma_load_2d(a_tiles + stage * A_STAGE_BYTES, &tmA, &full[stage], kt * BK, w.m0);
+                    tma_load_2d(a_tiles + stage * A_STAGE_BYTES, &tmA, &full[stage], kt * BK, a_row);
                     #pragma unroll
-                    for (int j = 0; j < BN / 64; ++j)
-                        tma_load_2d(b_tiles + stage * B_STAGE_BYTES + j * (BK * 128), &tmB, &full[stage],
-                                    w.n0 + j * 64, kt * BK);
+                    for (int j = 0; j < BN / 64; ++j) {
+                        uint8_t* dst = b_tiles + stage * B_STAGE_BYTES + j * (BK * 128);
+#if CLUSTER_M > 1
+                        if (j % CLUSTER_M == m_rank)  // our share of B, written into every CTA of the pair
+                            tma_load_2d_multicast(dst, &tmB, &full[stage], w.n0 + j * 64, kt * BK, (1 << CLUSTER_M) - 1);
+#else
+                        tma_load_2d(dst, &tmB, &full[stage], w.n0 + j * 64, kt * BK);
+#endif
+                    }
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
             }
@@ -225,8 +282,8 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
         const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
         float acc[ACC_PER_THREAD];
         int stage = 0; uint32_t phase = 0;
-        for (int item = blockIdx.x; item < items; item += gridDim.x) {
-            Work w = work_item(item, tiles_m, tiles_n, k_tiles);
+        for (int item = first_item; item < items; item += item_stride) {
+            Work w = tile_of(item);
             #pragma unroll
             for (int i = 0; i < ACC_PER_THREAD; ++i) acc[i] = 0.f;
             int prev_stage = -1;
@@ -244,12 +301,12 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 wgmma_commit();
                 // Keep one batch in flight: once the previous batch is done, its stage can be refilled.
                 wgmma_wait<1>();
-                if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty[prev_stage]);
+                if (prev_stage >= 0 && lane == 0) release_stage(&empty[prev_stage]);
                 prev_stage = stage;
                 if (++stage == STAGES) { stage = 0; phase ^= 1; }
             }
             wgmma_wait<0>();
-            if (prev_stage >= 0 && lane == 0) mbar_arrive(&empty[prev_stage]);
+            if (prev_stage >= 0 && lane == 0) release_stage(&empty[prev_stage]);
 
 #if SPLIT_K > 1 && SPLIT_CLUSTER
             {
@@ -314,4 +371,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
             }
         }
     }
+#if CLUSTER_M > 1
+    cluster_sync();  // no CTA exits while its peer may still write into its shared memory or barriers
+#endif
 }

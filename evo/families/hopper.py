@@ -37,6 +37,11 @@ def _problem(p: Params) -> str | None:
     limit = SMEM_LIMIT if p["CTAS_PER_SM"] == 1 else SMEM_PER_SM // 2 - 1024
     if _smem(p) > limit:
         return f"{_smem(p)} bytes of shared memory exceed {limit} ({p['CTAS_PER_SM']} CTA(s) per SM)"
+    if p["CLUSTER_M"] == 2:
+        if p["SPLIT_K"] > 1:
+            return "multicast pairs (CLUSTER_M=2) do not combine with split-K"
+        if p["BN"] < 128:
+            return "multicast pairs share B as whole 64-column boxes: BN must be at least 128"
     if p["SPLIT_CLUSTER"] == 1:
         if p["SPLIT_K"] == 1:
             return "SPLIT_CLUSTER needs SPLIT_K > 1"
@@ -71,17 +76,23 @@ def _consumer_regs(p: Params) -> int:
 
 
 def _derive(p: Params) -> dict[str, str]:
-    consumers, cluster = p["CONSUMERS"], _cluster(p)
-    items = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * {p['SPLIT_K']}"
+    consumers, cluster, pair = p["CONSUMERS"], _cluster(p), p["CLUSTER_M"]
+    if pair == 1:
+        items = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * {p['SPLIT_K']}"
+        grid = f"min(num_sms * {p['CTAS_PER_SM']}, {items})" if p["PERSISTENT"] else items
+    else:  # items are pairs of M tiles, one cluster of `pair` CTAs each
+        items = f"cdiv(cdiv(M, {p['BM']}), {pair}) * cdiv(N, {p['BN']})"
+        grid = (f"{pair} * min(num_sms * {p['CTAS_PER_SM']} // {pair}, {items})" if p["PERSISTENT"]
+                else f"{pair} * {items}")
+    cluster_dims = p["SPLIT_K"] if cluster else pair
     return {
-        "THREADS": str(128 * (consumers + 1)), "SMEM": str(_smem(p)),
-        "GRID": f"min(num_sms * {p['CTAS_PER_SM']}, {items})" if p["PERSISTENT"] else items,
+        "THREADS": str(128 * (consumers + 1)), "SMEM": str(_smem(p)), "GRID": grid,
         "PRODUCER_REGS": "40", "CONSUMER_REGS": str(_consumer_regs(p)),
         "WGMMA": wgmma_helper(p["BN"]),
         "SPLITK": "" if cluster else splitk_snippet(p["SPLIT_K"]),
         "SPLITK_REQUIRES": "" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"]),
         "SPLIT_HOW": "cluster DSMEM" if cluster else ("fp32 atomics" if p["SPLIT_K"] > 1 else "none"),
-        "CLUSTER_DECL": f"\n// @evo cluster  = {p['SPLIT_K']}, 1, 1" if cluster else "",
+        "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
     }
 
 
@@ -109,9 +120,12 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         bonus = 1 + 0.1 * (bm * bn >= 128 * 256)
         split = split_for(tiles, k_tiles, num_sms)
         p = {"BM": bm, "BN": bn, "CONSUMERS": consumers, "STAGES": 5, "GROUP_M": 8, "SPLIT_K": split,
-             "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1}
+             "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1}
         score = tile_score(M, N, bm, bn, split, num_sms) * bonus
         offer(score, p)
+        if split == 1 and bn >= 128 and -(-M // bm) >= 2 and tiles >= num_sms:
+            # pairs of M tiles share B through TMA multicast: half the B traffic from L2 (large shapes)
+            offer(score * 0.99, dict(p, CLUSTER_M=2))
         if split > 1:  # fewer splits: less fp32 reduction traffic (measured: often the better trade)
             offer(score * 0.97, dict(p, SPLIT_K=1))
             offer(score * 0.9, dict(p, SPLIT_K=split // 2))
@@ -135,14 +149,14 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
 HOPPER = Family(
     name="hopper",
     description="TMA + mbarrier pipeline + wgmma, producer/consumer warpgroups, persistent, split-K (L2 atomics "
-                "or a cluster adding over DSMEM), one or two CTAs per SM",
+                "or a cluster adding over DSMEM), one or two CTAs per SM, 2-CTA clusters multicasting B",
     space={"BM": (64, 128, 256), "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": (1, 2, 4, 8, 16, 32), "SPLIT_CLUSTER": (0, 1),
-           "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2)},
+           "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,
     default={"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": 1, "SPLIT_CLUSTER": 0,
-             "PERSISTENT": 1, "CTAS_PER_SM": 1},
+             "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1},
     _suggest=_suggest,
 )
