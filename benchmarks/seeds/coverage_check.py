@@ -3,7 +3,8 @@ the llm_layers set and unaligned shapes (tails), with each family's top shortlis
 (the configurations a sweep or a search starts from) and its default. One fresh random draw per
 check, no timing. A failure prints the shape, configuration and the evaluator's message.
 
-Usage (GPU machine): python3 benchmarks/seeds/coverage_check.py OUT_DIR
+Configurations outside the shortlists are added from EXTRA (the hopper multicast pairs).
+Usage (GPU machine): python3 benchmarks/seeds/coverage_check.py OUT_DIR [FAMILY ...]
 """
 import csv
 import json
@@ -21,6 +22,8 @@ from evo.shapes import Shape, build_shape_set
 
 ROOT = Path(__file__).resolve().parents[2]
 PICKS = {"hopper": 6, "ampere": 3, "simt": 1}  # shortlist picks per shape, besides the default
+EXTRA = {"hopper": [dict(FAMILIES["hopper"].default, CLUSTER_M=2),
+                    dict(FAMILIES["hopper"].default, BM=128, BN=128, STAGES=5, CLUSTER_M=2, PERSISTENT=0)]}
 UNALIGNED = [Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333), Shape(129, 136, 8), Shape(1, 8, 8),
              Shape(255, 264, 1000), Shape(1000, 1000, 1000), Shape(4097, 4103, 129), Shape(3, 16384, 72)]
 
@@ -30,15 +33,17 @@ def shape_set(name: str) -> list[Shape]:
     return build_shape_set(listed=list(conf.get("list") or []), grid=list(conf.get("grid") or []))
 
 
-def main(out: Path) -> None:
+def main(out: Path, families: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     shapes = shape_set("cuda_l2") + shape_set("llm_layers") + UNALIGNED
     ev = Evaluator(EvaluatorConfig(backend="gpu", draws=1, modes=[], timeout_s=20)).start()
     num_sms = ev.devices[0].num_sms
     pairs, configs = [], {}
     for shape in shapes:
-        for name, fam in FAMILIES.items():
-            for params in fam.suggest(shape.M, shape.N, shape.K, num_sms, limit=PICKS[name]) + [fam.default]:
+        for name in families:
+            fam = FAMILIES[name]
+            picks = fam.suggest(shape.M, shape.N, shape.K, num_sms, limit=PICKS[name])
+            for params in picks + [fam.default] + EXTRA.get(name, []):
                 cand = fam.candidate(params, operator="coverage_check")
                 if cand.declaration.supports(shape, num_sms=num_sms) and (cand.id, shape) not in configs:
                     configs[(cand.id, shape)] = (name, params)
@@ -59,7 +64,7 @@ def main(out: Path) -> None:
         w.writeheader()
         w.writerows(rows)
     print(f"{len(rows)} checks in {time.time() - start:.0f}s")
-    for name in FAMILIES:
+    for name in families:
         mine = [r for r in rows if r["family"] == name]
         status = Counter(r["status"] for r in mine)
         errs = [r["rel_err"] for r in mine if r["rel_err"] is not None]
@@ -75,4 +80,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), sys.argv[2:] or sorted(FAMILIES))

@@ -85,11 +85,13 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorM
         " [%0], [%1, {%3, %4}], [%2], %5;"
         :: "r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(x), "r"(y), "h"(mask) : "memory");
 }
-// Arrive on the mbarrier at `bar`'s offset in CTA `cta` of the cluster.
+// Arrive on the mbarrier at `bar`'s offset in CTA `cta` of the cluster. The default semantics suffice
+// (the stage's readers, wgmma, completed at wgmma.wait_group); `.release.cluster` here made the whole
+// kernel 1.5x slower on the H200 (benchmarks/seeds/multicast/).
 __device__ __forceinline__ void mbar_arrive_in(uint64_t* bar, uint32_t cta) {
     uint32_t remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(bar)), "r"(cta));
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
 }
 #endif
 
