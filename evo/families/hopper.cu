@@ -42,9 +42,7 @@
 #define SPLITK_SYNC() asm volatile("bar.sync 1, %0;" :: "n"(CONSUMERS * 128) : "memory")
 
 ${WGMMA}
-#if SPLIT_K > 1 && !SPLIT_CLUSTER
 ${SPLITK}
-#endif
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
