@@ -3,9 +3,17 @@
 It holds everything needed to browse, export and resume a search: runs and their config,
 kernels (source, hash, parents, operator, template parameters), compiles, evaluations,
 baselines, MAP-Elites cells by shape and their history, LLM calls, policy, island and RNG state.
-It talks to SQLite only: no GPU, no LLM.
+It talks to SQLite only (no GPU, no LLM) and imports nothing above `evo.core`; all SQL of evo is
+written here. The typed API, by topic:
+
+- `store.Archive`: open (create, migrate, refuse foreign or newer files), transactions, runs, state;
+- `records`: kernels, compiles, evaluations, library baselines, device peaks;
+- `elites`: MAP-Elites cells keyed by shape, and their history;
+- `search_state`: save a generation, load a run for resume;
+- `llm_calls`: LLM calls and spending, recorded answers for replay;
+- `queries`: read-only queries for browsing, reports, export and the LLM prompts.
 """
-from archive.schema import SCHEMA_VERSION
-from archive.store import Archive
+from evo.archive.schema import SCHEMA_VERSION
+from evo.archive.store import Archive
 
 __all__ = ["Archive", "SCHEMA_VERSION"]

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from archive.store import Archive, now
+from evo.archive.store import Archive, now
+
+from evo.core.records import Evaluation
+from evo.core.shapes import Shape
 
 
 class AddStatus(IntEnum):
@@ -12,13 +15,13 @@ class AddStatus(IntEnum):
     NEW = 2
 
 
-def cell_of(shape) -> str:
+def cell_of(shape: Shape) -> str:
     """The cell of a shape of the run's set: the shape itself ("MxNxK")."""
     return str(shape)
 
 
-def offer(archive: Archive, run_id: int, cell: str, e) -> AddStatus:
-    """Offer a correct evaluation `e` (evo.evaluation.evaluator.Evaluation) to its cell."""
+def offer(archive: Archive, run_id: int, cell: str, e: Evaluation) -> AddStatus:
+    """Offer an evaluation to its cell: kept when correct and faster than the cell's elite."""
     if not e.ok or e.time_ms is None:
         return AddStatus.NOT_ADDED
     with archive.transaction():

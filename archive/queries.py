@@ -1,9 +1,12 @@
-"""Read-only queries for browsing an archive (the CLI, reports and export use these)."""
+"""Read-only queries: browsing (the CLI, reports, export) and what the LLM prompts quote."""
 from __future__ import annotations
 
 import json
 
-from archive.store import Archive
+from evo.archive.store import Archive
+
+from evo.core.errors import ArchiveError
+from evo.core.shapes import Shape
 
 
 def resolve_run(a: Archive, run_id: int | None, kind: str | None = None) -> dict:
@@ -11,7 +14,6 @@ def resolve_run(a: Archive, run_id: int | None, kind: str | None = None) -> dict
         return a.run(run_id)
     run = a.last_run(kind) or a.last_run()
     if run is None:
-        from evo.errors import ArchiveError
         raise ArchiveError(f"{a.path} holds no runs yet")
     return run
 
@@ -36,10 +38,8 @@ def elites(a: Archive, run_id: int) -> list[dict]:
 def kernel(a: Archive, kernel_id: str) -> dict:
     rows = list(a.db.query("select * from kernels where id = ? or id like ?", [kernel_id, kernel_id + "%"]))
     if not rows:
-        from evo.errors import ArchiveError
         raise ArchiveError(f"no kernel {kernel_id!r} in {a.path}")
     if len(rows) > 1:
-        from evo.errors import ArchiveError
         raise ArchiveError(f"{kernel_id!r} matches {len(rows)} kernels: give more of its id")
     k = rows[0]
     k["compiles"] = list(a.db.query("select status, registers, smem_static, stack, spill_stores, spill_loads, "
@@ -82,3 +82,34 @@ def llm_usage(a: Archive, run_id: int) -> list[dict]:
                                      sum(output_tokens) as output_tokens, sum(cache_read_tokens) as cache_read_tokens,
                                      round(sum(cost_usd), 4) as cost_usd, round(avg(latency_s), 2) as avg_latency_s
                               from llm_calls where run_id = ? group by operator, outcome order by operator""", [run_id]))
+
+
+def kernel_source(a: Archive, kernel_id: str) -> str:
+    row = a.db.execute("select source from kernels where id = ?", [kernel_id]).fetchone()
+    if row is None:
+        raise ArchiveError(f"no kernel {kernel_id!r} in {a.path}")
+    return row[0]
+
+
+def latest_evaluation(a: Archive, kernel_id: str, shape: Shape) -> dict | None:
+    """The newest evaluation of a kernel at a shape (any run), or None."""
+    return next(a.db.query(
+        "select * from evaluations where kernel_id = ? and M = ? and N = ? and K = ? order by id desc limit 1",
+        [kernel_id, shape.M, shape.N, shape.K]), None)
+
+
+def latest_compile(a: Archive, kernel_id: str) -> dict | None:
+    return next(a.db.query("select * from compiles where kernel_id = ? order by created_at desc limit 1",
+                           [kernel_id]), None)
+
+
+def evaluation_trace(a: Archive, run_id: int) -> list[dict]:
+    """Every evaluation of a run in the order it was recorded: island, shape, speedup."""
+    return list(a.db.query("select island, M, N, K, speedup from evaluations where run_id = ? order by id",
+                           [run_id]))
+
+
+def elite_history(a: Archive, run_id: int) -> list[dict]:
+    """Every improvement of a cell, in order, with the evaluations spent so far."""
+    return list(a.db.query("select cell, speedup, evaluations_so_far from elite_history where run_id = ? "
+                           "order by id", [run_id]))

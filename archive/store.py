@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import sqlite_utils
+from evo.archive.schema import MIGRATIONS, Migration
 
-from archive.schema import MIGRATIONS, Migration
-from evo.errors import ArchiveError
+from evo.core.errors import ArchiveError
+from evo.core.version import VERSION
 
 APP_ID = "evo-archive"
 
@@ -123,11 +124,10 @@ class Archive:
     # ---- runs ----------------------------------------------------------------------------
     def start_run(self, *, kind: str, config: dict, seed: int, backend: str, name: str = "",
                   gpu: str = "") -> int:
-        from evo import __version__
         return self.insert("runs", {
             "name": name, "kind": kind, "status": "running", "created_at": now(), "updated_at": now(),
             "config_json": json.dumps(config, sort_keys=True), "seed": seed, "backend": backend,
-            "gpu": gpu, "host": socket.gethostname(), "evo_version": __version__,
+            "gpu": gpu, "host": socket.gethostname(), "evo_version": VERSION,
         })
 
     def set_run_status(self, run_id: int, status: str) -> None:
@@ -149,6 +149,15 @@ class Archive:
               (select count(*) from elites c where c.run_id = r.id) as cells
             from runs r order by r.id"""))
 
+    def set_run_config(self, run_id: int, config: dict) -> None:
+        """Replace a run's stored configuration (a resume with overrides)."""
+        with self.transaction():
+            self.db.execute("update runs set config_json = ?, updated_at = ? where id = ?",
+                            [json.dumps(config, sort_keys=True), now(), run_id])
+
+    def touch_run(self, run_id: int) -> None:
+        self.db.execute("update runs set updated_at = ? where id = ?", [now(), run_id])
+
     def last_run(self, kind: str | None = None) -> dict | None:
         sql = "select * from runs" + (" where kind = ?" if kind else "") + " order by id desc limit 1"
         rows = list(self.db.query(sql, [kind] if kind else []))
@@ -166,70 +175,3 @@ class Archive:
     def count(self, table: str, where: str = "", params: list | None = None) -> int:
         return self.db.execute(f"select count(*) from [{table}]" + (f" where {where}" if where else ""),
                                params or []).fetchone()[0]
-
-
-class Records:
-    """Typed writers and readers for the evaluation tables, used by the evaluator and the search."""
-
-    def __init__(self, archive: Archive):
-        self.a = archive
-
-    def add_kernel(self, c, *, run_id: int | None, generation: int | None = None, island: int | None = None) -> None:
-        try:
-            decl = json.dumps(c.declaration.text)
-        except Exception as e:  # a malformed declaration is recorded as such; the kernel is still kept
-            decl = json.dumps({"error": str(e)})
-        with self.a.transaction():
-            self.a._insert("kernels", {
-                "id": c.id, "source": c.source, "family": c.family, "params_json": c.params_json,
-                "operator": c.operator, "parents_json": json.dumps(list(c.parents)), "declaration_json": decl,
-                "run_id": run_id, "generation": generation, "island": island, "created_at": now()}, ignore=True)
-            for p in c.parents:
-                self.a._insert("lineage", {"child": c.id, "parent": p, "run_id": run_id, "operator": c.operator},
-                               ignore=True)
-
-    def add_compile(self, kernel_id: str, r) -> None:
-        res = r.resources.to_json() if r.resources else {}
-        self.a.insert("compiles", {
-            "key": r.key, "kernel_id": kernel_id, "status": r.status, "log": r.log, "seconds": r.seconds,
-            "registers": res.get("registers"), "smem_static": res.get("smem_static"), "stack": res.get("stack"),
-            "spill_stores": res.get("spill_stores"), "spill_loads": res.get("spill_loads"), "created_at": now()},
-            replace=True)
-
-    def add_evaluation(self, e, *, run_id: int | None, operator: str = "", generation: int | None = None,
-                       island: int | None = None) -> int:
-        t = e.timing
-        return self.a.insert("evaluations", {
-            "run_id": run_id, "kernel_id": e.kernel_id, "M": e.shape.M, "N": e.shape.N, "K": e.shape.K,
-            "status": str(e.status), "error": e.error, "mode": t.mode if t else None,
-            "time_ms": t.median_ms if t else None, "spread": t.spread if t else None,
-            "samples_json": json.dumps([x.__dict__ | {"samples_ms": list(x.samples_ms)} for x in e.timings]),
-            "clock_mhz": t.clock_mhz if t else None, "throttled": int(any(x.throttled for x in e.timings)),
-            "max_rel_err": e.max_rel_err, "backend": e.backend, "gpu": e.gpu, "best_library": e.best_library,
-            "best_library_ms": e.best_library_ms, "speedup": e.speedup, "roofline_fraction": e.roofline_fraction,
-            "operator": operator, "generation": generation, "island": island,
-            "launch_json": json.dumps(e.launch) if e.launch else None, "created_at": now()})
-
-    def put_baseline(self, gpu: str, backend: str, shape, lib) -> None:
-        t = lib.timing
-        self.a.insert("baselines", {
-            "gpu": gpu, "backend": backend, "M": shape.M, "N": shape.N, "K": shape.K, "mode": lib.mode,
-            "library": lib.library, "status": lib.status, "error": lib.error, "time_ms": t.median_ms if t else None,
-            "spread": t.spread if t else None, "detail": lib.detail, "measured_at": now()}, replace=True)
-
-    def baselines(self, gpu: str, backend: str, shape, mode: str) -> dict[str, float]:
-        rows = self.a.db.execute(
-            "select library, time_ms from baselines where gpu = ? and backend = ? and M = ? and N = ? and K = ? "
-            "and mode = ? and status = 'ok'", [gpu, backend, shape.M, shape.N, shape.K, mode]).fetchall()
-        return {lib: ms for lib, ms in rows}
-
-    def put_peaks(self, gpu: str, backend: str, peaks, info) -> None:
-        self.a.insert("device_peaks", {"gpu": gpu, "backend": backend, "peak_tflops": peaks.tflops,
-                                       "bandwidth_gbs": peaks.bandwidth_gbs, "num_sms": info.num_sms,
-                                       "l2_bytes": info.l2_bytes, "measured_at": now()}, replace=True)
-
-    def peaks(self, gpu: str, backend: str):
-        from evo.evaluation.records import Peaks
-        row = self.a.db.execute("select peak_tflops, bandwidth_gbs from device_peaks where gpu = ? and backend = ?",
-                                [gpu, backend]).fetchone()
-        return Peaks(row[0], row[1], backend) if row else None

@@ -7,12 +7,12 @@ import sys
 import time
 from pathlib import Path
 
-from archive import Archive
+from evo.archive import Archive
 from evo.config import EvaluatorConfig
 from evo.evaluation.evaluator import Evaluator
 from evo.evaluation.selftest import run_selftest
 from evo.families import FAMILIES
-from evo.shapes import Shape
+from evo.core.shapes import Shape
 
 SHAPES = [Shape(64, 64, 64), Shape(128, 128, 256), Shape(1, 4096, 4096), Shape(77, 4096, 4096),
           Shape(1024, 1024, 1024), Shape(333, 11008, 4096), Shape(64, 64, 16384), Shape(4096, 64, 4096),
@@ -25,7 +25,7 @@ def main(out: Path) -> None:
     run = archive.start_run(kind="smoke", config={}, seed=0, backend="gpu")
     cfg = EvaluatorConfig(backend="gpu", draws=2, modes=["rotating", "hot"], replays=5, target_replay_ms=10,
                           timeout_s=20)
-    ev = Evaluator(cfg, archive=archive, run_id=run, log=lambda s: print("[evo]", s, flush=True))
+    ev = Evaluator(cfg, archive=archive, run_id=run)
     t0 = time.time()
     ev.start()
     info = ev.devices[0]

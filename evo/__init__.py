@@ -1,6 +1,10 @@
 """evo: evolutionary search for half-precision GEMM kernels on Hopper GPUs.
 
-The core package: shapes, the kernel model, static checks, the compile stage, the evaluation
-pipeline, the search driver and the `evo` command line. See README.md for the tour.
+One import package built from the repository's top-level folders: `evo` (the core, the
+evaluation pipeline, the search and the command line), `evo.archive`, `evo.islands`,
+`evo.mutators` and `evo.conf`. Layers point one way; see docs/layers.md.
 """
-__version__ = "0.1.0"
+from evo.core.version import VERSION
+
+__version__ = VERSION
+__all__ = ["__version__"]

@@ -11,7 +11,13 @@ from typing import Optional
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from evo.errors import ConfigError
+from evo.core.errors import ConfigError, ShapeError
+from evo.core.shapes import build_shape_set
+
+#: the choices of `mutator.structural` and `family` (evo.mutators and evo.families implement
+#: exactly these; a test keeps the lists in step)
+STRUCTURAL_OPERATORS = ("mutate_one", "mutate_many", "crossover", "change_family")
+FAMILY_NAMES = ("simt", "ampere", "hopper")
 
 
 @dataclass
@@ -150,8 +156,6 @@ def as_dict(cfg: DictConfig | EvoConfig | None, fallback: EvoConfig | None = Non
 def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     """Check ranges and choices; return the typed config object."""
     c: EvoConfig = OmegaConf.to_object(cfg) if isinstance(cfg, DictConfig) else cfg
-    from evo.shapes import build_shape_set
-    from evo.errors import ShapeError
     try:
         build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     except ShapeError as e:
@@ -174,9 +178,8 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
         raise ConfigError(f"mutator.baseline_decay={c.mutator.baseline_decay}: must be in [0, 1)")
     if not 0 <= c.mutator.min_probability < 1:
         raise ConfigError(f"mutator.min_probability={c.mutator.min_probability}: must be in [0, 1)")
-    from mutators.structural import OPERATORS
     for op in c.mutator.structural:
-        _choice("mutator.structural", op, tuple(OPERATORS))
+        _choice("mutator.structural", op, STRUCTURAL_OPERATORS)
     _choice("llm.backend", c.llm.backend, ("auto", "none", "anthropic", "replay"))
     _choice("llm.edit_format", c.llm.edit_format, ("search_replace", "full"))
     _at_least("llm.budget_usd", c.llm.budget_usd, 0)
@@ -198,8 +201,7 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _choice("sweep.sample", c.sweep.sample, ("random", "exhaustive", "shortlist"))
     _at_least("sweep.budget", c.sweep.budget, 1)
     if c.family is not None:
-        from evo.families import FAMILIES
-        _choice("family", c.family, tuple(FAMILIES))
+        _choice("family", c.family, FAMILY_NAMES)
     if not c.archive.path:
         raise ConfigError("archive.path is empty: give the SQLite file of this search")
     return c

@@ -4,22 +4,24 @@ tools can use without parsing the sources, and (where nvcc is present) the compi
 """
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
+import logging
 from pathlib import Path
 
-from archive import Archive
-from archive import queries as q
-from evo import __version__
-from evo.compiler import DEFAULT_FLAGS, Compiler
-from evo.errors import CompileToolError, EvoError
+from evo.archive import Archive
+from evo.archive import queries as q
+from evo.core.errors import CompileToolError, EvoError
+from evo.core.version import VERSION
+from evo.evaluation.compiler import DEFAULT_FLAGS, Compiler
+
+log = logging.getLogger(__name__)
 
 FORMAT = "evo-export/1"
 
 
 def export(archive_path: str, out: str = "exported", *, run_id: int | None = None, with_cubins: bool = True,
-           log=print) -> dict:
+) -> dict:
     a = Archive.open(archive_path, create=False)
     run = q.resolve_run(a, run_id)
     rows = q.elites(a, run["id"])
@@ -32,11 +34,11 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
         try:
             compiler = Compiler()
         except CompileToolError as e:
-            log(f"no cubins exported ({e}); evo.dispatch will compile the .cu files on first use")
+            log.warning(f"no cubins exported ({e}); evo.dispatch will compile the .cu files on first use")
     flags = [f for f in DEFAULT_FLAGS if f not in ("-Xptxas", "-v")]
     entries = []
     for r in rows:
-        source = next(a.db.query("select source from kernels where id = ?", [r["kernel_id"]]))["source"]
+        source = q.kernel_source(a, r["kernel_id"])
         name = f"hgemm_{r['M']}x{r['N']}x{r['K']}"
         (out_dir / f"{name}.cu").write_text(source)
         cubin = None
@@ -58,26 +60,15 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
             "kernel_id": r["kernel_id"], "family": r["family"], "measured_at": r["created_at"],
         })
     gpus = sorted({r["gpu"] for r in rows})
-    manifest = {"format": FORMAT, "evo_version": __version__, "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+    manifest = {"format": FORMAT, "evo_version": VERSION, "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(),
                 "archive": str(archive_path), "run_id": run["id"], "gpu": gpus[0] if len(gpus) == 1 else gpus,
                 "backend": rows[0]["backend"], "nvcc": compiler.version if compiler else None,
                 "layout": "row-major A[M,K], B[K,N], C[M,N]; fp16 in and out, fp32 accumulation",
                 "kernels": entries}
     if rows[0]["backend"] == "simulated":
         manifest["warning"] = "times are MODELLED by the CPU test double (evaluator=simulated), not measured"
-        log("NOTE: this run used evaluator=simulated: the manifest's times are modelled, not measured")
+        log.warning("this run used evaluator=simulated: the manifest's times are modelled, not measured")
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    log(f"exported {len(entries)} kernels to {out_dir}/ (manifest.json); use them with "
+    log.info(f"exported {len(entries)} kernels to {out_dir}/ (manifest.json); use them with "
         f"evo.dispatch.configure('{out_dir}') then evo.dispatch.matmul(a, b)")
     return manifest
-
-
-def export_cli(argv: list[str]) -> None:
-    p = argparse.ArgumentParser(prog="evo export", description="Write the best kernel per shape of a run as .cu "
-                                "files with a manifest.json (and cubins, where nvcc is present).")
-    p.add_argument("archive")
-    p.add_argument("--run", type=int, default=None, help="run id (default: the last run)")
-    p.add_argument("--out", default="exported", help="output folder (default: exported/)")
-    p.add_argument("--no-cubins", action="store_true", help="do not compile cubins")
-    a = p.parse_args(argv)
-    export(a.archive, a.out, run_id=a.run, with_cubins=not a.no_cubins)

@@ -4,18 +4,21 @@ probabilities over time, MAP-Elites coverage and QD-score, failures by cause.
 """
 from __future__ import annotations
 
-import argparse
 import base64
 import html
 import json
+import logging
 import math
 from collections import defaultdict
 from pathlib import Path
 
-from archive import Archive
-from archive import queries as q
-from evo.shapes import BUCKETS, Shape
-from evo.summary import bucket_table, geomean
+from evo.archive import Archive
+from evo.archive import queries as q
+from evo.archive.search_state import policy_history
+from evo.core.shapes import BUCKETS, Shape
+from evo.core.summary import bucket_table, geomean
+
+log = logging.getLogger(__name__)
 
 
 def _plt():
@@ -80,8 +83,7 @@ def best_so_far(a: Archive, run_id: int, path: Path) -> None:
     A curve starts once the island has a correct kernel on every shape it ever evaluates, so that
     it only rises (a geomean over a growing set of shapes would not be comparable over time)."""
     plt = _plt()
-    rows = [r for r in a.db.query("select island, M, N, K, speedup from evaluations where run_id = ? order by id",
-                                  [run_id])]
+    rows = q.evaluation_trace(a, run_id)
     final_cells = defaultdict(set)
     for r in rows:
         if r["island"] is not None and r["speedup"]:
@@ -114,11 +116,10 @@ def operator_probabilities(a: Archive, run_id: int, path: Path) -> None:
     """Mean probability of each operator over contexts, after each generation."""
     plt = _plt()
     gens, curves = [], defaultdict(list)
-    for r in a.db.query("select generation, state_json from policy_state where run_id = ? order by id", [run_id]):
-        probs = json.loads(r["state_json"])["probabilities"]
+    for generation, probs in policy_history(a, run_id):
         if not probs:
             continue
-        gens.append(r["generation"])
+        gens.append(generation)
         ops = sorted({op for p in probs.values() for op in p})
         for op in ops:
             curves[op].append(sum(p.get(op, 0) for p in probs.values()) / len(probs))
@@ -139,8 +140,7 @@ def coverage(a: Archive, run_id: int, n_cells: int, path: Path) -> None:
     plt = _plt()
     cells: dict = {}
     xs, cov, qd = [], [], []
-    for r in a.db.query("select cell, speedup, evaluations_so_far from elite_history where run_id = ? order by id",
-                        [run_id]):
+    for r in q.elite_history(a, run_id):
         cells[r["cell"]] = r["speedup"] or 0
         xs.append(r["evaluations_so_far"])
         cov.append(len(cells) / max(n_cells, 1))
@@ -181,7 +181,7 @@ def failures_plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def report(archive_path: str, *, run_id: int | None = None, out: str | None = None, log=print) -> Path:
+def report(archive_path: str, *, run_id: int | None = None, out: str | None = None) -> Path:
     a = Archive.open(archive_path, create=False)
     run = q.resolve_run(a, run_id)
     rid = run["id"]
@@ -190,7 +190,7 @@ def report(archive_path: str, *, run_id: int | None = None, out: str | None = No
     elites = q.elites(a, rid)
     config = json.loads(run["config_json"] or "{}")
     shapes_cfg = config.get("shapes", {})
-    from evo.shapes import build_shape_set
+    from evo.core.shapes import build_shape_set
     try:
         n_cells = len(build_shape_set(listed=shapes_cfg.get("list", []), grid=shapes_cfg.get("grid", [])))
     except Exception:
@@ -209,7 +209,7 @@ def report(archive_path: str, *, run_id: int | None = None, out: str | None = No
     simulated = any(e["backend"] == "simulated" for e in elites)
     page = _html(run, elites, table, made, out_dir, simulated, n_cells)
     (out_dir / "report.html").write_text(page)
-    log(f"report: {out_dir / 'report.html'} (+ {len(made)} PNGs)")
+    log.info(f"report: {out_dir / 'report.html'} (+ {len(made)} PNGs)")
     return out_dir / "report.html"
 
 
@@ -243,12 +243,3 @@ table{{border-collapse:collapse}} tr:nth-child(even){{background:#f4f4f4}}</styl
 <h2>Best kernel per shape</h2>
 <table><tr><th>shape</th><th>kernel</th><th>family/operator</th><th>time (us)</th><th>speedup</th><th>best library</th>
 <th>roofline</th></tr>{elite_rows}</table></body></html>"""
-
-
-def report_cli(argv: list[str]) -> None:
-    p = argparse.ArgumentParser(prog="evo report", description="One HTML file (plots embedded) plus PNGs for a run.")
-    p.add_argument("archive")
-    p.add_argument("--run", type=int, default=None, help="run id (default: the last run)")
-    p.add_argument("--out", default=None, help="output folder (default: next to the archive)")
-    a = p.parse_args(argv)
-    report(a.archive, run_id=a.run, out=a.out)

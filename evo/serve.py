@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evo.errors import EvoError
+from evo.core.errors import EvoError
 
 TABLES = {
     "runs": "One row per search, sweep or bench, with its full configuration.",

@@ -2,7 +2,7 @@
 optional specialization (a family, a FLOP bucket); the best individuals migrate between islands
 on a topology (ring by default) every few generations. Selection uses DEAP's tools.
 """
-from islands.population import Individual, Island, make_islands
-from islands.migration import migrate
+from evo.islands.migration import migrate
+from evo.islands.population import Individual, Island, make_islands
 
 __all__ = ["Individual", "Island", "make_islands", "migrate"]

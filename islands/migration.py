@@ -1,7 +1,7 @@
 """Migration: the best individuals of each island are copied to its neighbours."""
 from __future__ import annotations
 
-from islands.population import Island
+from evo.islands.population import Island
 
 
 def neighbours(i: int, n: int, topology: str) -> list[int]:

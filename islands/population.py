@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from deap import tools
 
-from evo.shapes import Shape
+from evo.core.rng import with_rng
+from evo.core.shapes import Shape
 
 
 @dataclass
@@ -54,7 +55,6 @@ class Island:
 
     def select(self, k: int, rng: random.Random) -> list[Individual]:
         """k parents by tournament (DEAP selTournament), run under our RNG."""
-        from mutators.structural import with_rng
         wrapped = [_Wrapped(i) for i in self.members]
         chosen = with_rng(rng, tools.selTournament, wrapped, k, tournsize=min(self.tournament, len(wrapped)))
         return [w.ind for w in chosen]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from evo.config import MutatorConfig
-from evo.evaluation.records import Status
+from evo.core.records import Status
 
 CLIP = 1.0
 

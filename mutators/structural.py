@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from deap import tools
 
+from evo.core.kernel import Candidate
+from evo.core.rng import with_rng
 from evo.families import FAMILIES, Family
-from evo.kernel import Candidate
 
 
 def encode(family: Family, params: dict) -> list[int]:
@@ -71,17 +72,6 @@ class StructuralOperator:
             raise ValueError(f"unknown structural operator {self.name!r}")
         child = family.repair(child, rng)
         return family.candidate(child, operator=self.name, parents=tuple(p.id for p in parents))
-
-
-def with_rng(rng: random.Random, fn, *args, **kwargs):
-    """DEAP draws from the global `random`: run it under our generator's state, then hand it back."""
-    saved = random.getstate()
-    random.setstate(rng.getstate())
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        rng.setstate(random.getstate())
-        random.setstate(saved)
 
 
 OPERATORS: dict[str, StructuralOperator] = {op.name: op for op in (

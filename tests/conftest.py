@@ -43,7 +43,7 @@ def compile_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def compiler(compile_cache):
-    from evo.compiler import Compiler
+    from evo.evaluation.compiler import Compiler
     c = Compiler(cache_dir=compile_cache, timeout_s=300)
     yield c
     c.close()

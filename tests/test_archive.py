@@ -1,10 +1,10 @@
 import sqlite3
 
 import pytest
+from evo.archive import SCHEMA_VERSION, Archive
+from evo.archive.schema import MIGRATIONS
 
-from archive import SCHEMA_VERSION, Archive
-from archive.schema import MIGRATIONS
-from evo.errors import ArchiveError
+from evo.core.errors import ArchiveError
 
 TABLES = {"runs", "kernels", "lineage", "compiles", "evaluations", "baselines", "device_peaks", "elites",
           "elite_history", "llm_calls", "policy_state", "island_state", "run_state", "meta", "migrations"}

@@ -7,9 +7,9 @@ import time
 import urllib.request
 
 import pytest
+from evo.archive import Archive
 
-from archive import Archive
-from evo.cli import compose
+from evo.cli.hydra_app import compose
 from evo.search import run_search
 
 pytest.importorskip("matplotlib")
@@ -21,7 +21,7 @@ def run_archive(tmp_path_factory):
     c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,1024x1024x1024,77x4096x4096,129x4095x64]",
                       "search.max_evaluations=30", "islands.n=2", "islands.population=4", "search.children_per_island=4",
                       "llm=none", "search.progress=false", f"archive.path={tmp / 'r.sqlite'}"])
-    run_search(c, raw, log=lambda s: None)
+    run_search(c, raw)
     return tmp / "r.sqlite"
 
 

@@ -2,7 +2,7 @@ import os
 import subprocess
 import time
 
-from evo.compiler import Compiler, parse_ptxas
+from evo.evaluation.compiler import Compiler, parse_ptxas
 from evo.families import FAMILIES
 
 BROKEN = """#include <cuda_fp16.h>

@@ -1,12 +1,13 @@
 """Every config in conf/ composes and validates; mistakes stop with one clear line."""
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from evo.cli import CONF_DIR, compose
-from evo.errors import ConfigError
+from evo.cli.hydra_app import CONF_DIR, compose
+from evo.core.errors import ConfigError
 
 GROUPS = ["shapes", "search", "islands", "mutator", "llm", "evaluator", "archive"]
 
@@ -34,7 +35,7 @@ def test_every_experiment_composes(experiment):
 
 
 def test_shape_sets():
-    from evo.shapes import build_shape_set
+    from evo.core.shapes import build_shape_set
     c, _ = compose(["shapes=cuda_l2"])
     assert len(build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)) == 1000
     c, _ = compose(["shapes=llm_layers"])
@@ -73,9 +74,31 @@ def test_cli_shows_the_composed_config():
     assert "islands:" in out.stdout and "'n': 5" in out.stdout and "shapes:" in out.stdout
 
 
-def test_cli_help_lists_groups():
-    out = run_cli("run", "--help")
-    assert out.returncode == 0 and "shapes: " in out.stdout and "llm: " in out.stdout
+@pytest.mark.parametrize("command", ["run", "bench", "sweep", "selftest"])
+def test_each_command_help_says_what_it_does_first(command):
+    from evo.cli.hydra_app import HELP
+    out = run_cli(command, "--help")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(f"usage: evo {command}") and lines[2] == HELP[command].summary
+    groups = out.stdout.index("config groups")
+    dump = out.stdout.index("configuration with these overrides:")
+    assert out.stdout.index("main options:") < groups < dump  # what it does and its options before the dump
+    assert "  shapes      " in out.stdout and "smoke" in out.stdout and "llm_layers" in out.stdout
+    assert not re.search(r"\bbase_(shapes|search|islands|mutator|llm|evaluator|archive)\b", out.stdout)
+    assert "evo_schema" not in out.stdout  # internal schema options hidden
+
+
+def test_help_shows_the_configuration_with_the_given_overrides():
+    out = run_cli("run", "--help", "islands.n=7")
+    assert out.returncode == 0 and "  'n': 7" in out.stdout
+
+
+def test_version():
+    from evo import __version__
+    for args in (["--version"], ["-V"], ["export", "--version"]):
+        out = run_cli(*args)
+        assert out.returncode == 0 and out.stdout.strip() == f"evo {__version__}", (args, out)
 
 
 def test_cli_rejects_a_bad_value_in_one_line():

@@ -1,13 +1,13 @@
 """The evaluation pipeline with the CPU test double: containment, dispatch, labelling."""
 import pytest
+from evo.archive import Archive
 
-from archive import Archive
 from evo.config import EvaluatorConfig
+from evo.core.kernel import Candidate
+from evo.core.records import Status
+from evo.core.shapes import Shape
 from evo.evaluation.evaluator import Evaluator
-from evo.evaluation.records import Status
 from evo.families import FAMILIES
-from evo.kernel import Candidate
-from evo.shapes import Shape
 
 GOOD = FAMILIES["ampere"].render(FAMILIES["ampere"].default)
 
@@ -52,7 +52,7 @@ def test_results_are_archived_and_labelled_simulated(evaluator):
     (e,) = list(evaluator.evaluate([(Candidate.make(GOOD), Shape(1024, 1024, 1024))]))
     assert e.ok and e.speedup and e.roofline_fraction and e.backend == "simulated"
     assert "SIMULATED" in e.gpu
-    db = evaluator.records.a.db
+    db = evaluator.archive.db
     row = next(db.query("select * from evaluations where id = ?", [e.id]))
     assert row["backend"] == "simulated" and row["status"] == "ok" and row["speedup"] == pytest.approx(e.speedup)
     libs = list(db.query("select library, backend from baselines"))

@@ -1,6 +1,6 @@
 import pytest
 
-from evo.expr import Expr, ExprError
+from evo.core.expr import Expr, ExprError
 
 NAMES = frozenset({"M", "N", "K", "num_sms"})
 

@@ -2,9 +2,9 @@ import random
 
 import pytest
 
+from evo.core.kernel import parse_declaration
+from evo.core.shapes import Shape, grid_shapes
 from evo.families import FAMILIES
-from evo.kernel import parse_declaration
-from evo.shapes import Shape, grid_shapes
 
 ODD = [Shape(1, 1, 1), Shape(1, 4096, 4096), Shape(77, 4096, 4096), Shape(333, 11008, 4096), Shape(5, 7, 13),
        Shape(64, 64, 16384), Shape(8192, 8192, 8192), Shape(100, 4095, 4096)]

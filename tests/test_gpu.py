@@ -1,12 +1,12 @@
 """GPU tests (pytest -m gpu on a machine with an H100/H200): the real worker, real kernels."""
 import pytest
+from evo.archive import Archive
 
-from archive import Archive
 from evo.config import EvaluatorConfig
+from evo.core.shapes import Shape
 from evo.evaluation.evaluator import Evaluator
 from evo.evaluation.selftest import run_selftest
 from evo.families import FAMILIES
-from evo.shapes import Shape
 
 pytestmark = pytest.mark.gpu
 

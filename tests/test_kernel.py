@@ -1,8 +1,8 @@
 import pytest
 
-from evo.errors import DeclarationError
-from evo.kernel import Candidate, LaunchError, parse_declaration, source_hash
-from evo.shapes import Shape
+from evo.core.errors import DeclarationError
+from evo.core.kernel import Candidate, LaunchError, parse_declaration, source_hash
+from evo.core.shapes import Shape
 
 SRC = """
 #include <cuda_fp16.h>

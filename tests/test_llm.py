@@ -1,18 +1,18 @@
 """LLM operators through the real anthropic SDK against a local fake of the Messages API."""
-from collections import Counter
 import re
+from collections import Counter
 
 import pytest
+from evo.archive import Archive
+from evo.mutators.llm import build_llm_operators
+from evo.mutators.llm.edits import EditError, apply_answer
+from evo.mutators.llm.operator import OperatorFailure
 
-from archive import Archive
 from evo.config import LLMConfig
-from evo.errors import ConfigError
+from evo.core.errors import ConfigError
+from evo.core.shapes import Shape
+from evo.evaluation.static_checks import check_source
 from evo.families import FAMILIES
-from evo.static_checks import check_source
-from evo.shapes import Shape
-from mutators.llm import build_llm_operators
-from mutators.llm.edits import EditError, apply_answer
-from mutators.llm.operator import OperatorFailure
 from tests.fake_anthropic import FakeAnthropic, error, message, prompt_of, source_in
 
 PARENT = FAMILIES["ampere"].candidate(dict(FAMILIES["ampere"].default, STAGES=2))
@@ -165,7 +165,7 @@ def test_edit_parsing():
 
 
 def test_every_prompt_template_renders():
-    from mutators.llm.prompts import load_templates
+    from evo.mutators.llm.prompts import load_templates
     templates = load_templates()
     assert len(templates) >= 10
     for t in templates:
@@ -176,7 +176,7 @@ def test_every_prompt_template_renders():
 
 def test_search_policy_learns_which_prompt_improves_kernels(monkeypatch, tmp_path, compile_cache):
     """The fake server answers deepen_pipeline with real, improving edits and retile with junk."""
-    from evo.cli import compose
+    from evo.cli.hydra_app import compose
     from evo.search import run_search
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
 
@@ -193,7 +193,8 @@ def test_search_policy_learns_which_prompt_improves_kernels(monkeypatch, tmp_pat
                           "islands.population=4", "search.children_per_island=6", "search.progress=false",
                           f"archive.path={tmp_path / 's.sqlite'}", "mutator.learning_rate=0.5",
                           "islands.specialize=none", "search.seed=3"])
-        archive, run_id, _ = run_search(c, raw, log=lambda s: None)
+        result = run_search(c, raw)
+    archive, run_id = Archive.open(result.archive), result.run_id
     policy = archive.get_state(run_id, "policy")
     uses = Counter()
     for ctx in policy["uses"].values():

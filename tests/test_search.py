@@ -7,13 +7,13 @@ import sys
 import time
 
 import pytest
+from evo.archive import Archive
+from evo.islands import Individual, Island, migrate
+from evo.mutators.policy import OperatorPolicy
 
-from archive import Archive
-from evo.cli import compose
+from evo.cli.hydra_app import compose
+from evo.core.shapes import Shape
 from evo.search import resume, run_search
-from islands import Individual, Island, migrate
-from mutators.policy import OperatorPolicy
-from evo.shapes import Shape
 
 BASE = ["evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,77x4096x4096,1024x1024x1024]",
         "search.max_evaluations=40", "islands.n=2", "islands.population=4", "search.children_per_island=4",
@@ -41,7 +41,7 @@ def fingerprint(path):
 def uninterrupted(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("search")
     c, raw = config(tmp, "a.sqlite")
-    run_search(c, raw, log=lambda s: None)
+    run_search(c, raw)
     return fingerprint(tmp / "a.sqlite")
 
 
@@ -53,12 +53,31 @@ def test_search_respects_the_budget_and_fills_every_cell(uninterrupted):
     assert uninterrupted["policy"]["uses"]
 
 
-def test_resume_after_a_crash_makes_the_same_decisions(tmp_path, uninterrupted):
+def crash_after(monkeypatch, n: int) -> None:
+    """Ctrl-C in the middle of a generation, once `n` evaluations have been taken in by the search."""
+    from evo.evaluation.evaluator import Evaluator
+    original = Evaluator.evaluate
+    seen = 0
+
+    def evaluate(self, pairs, **kw):
+        nonlocal seen
+        for e in original(self, pairs, **kw):
+            yield e
+            seen += 1
+            if seen >= n:
+                raise KeyboardInterrupt("simulated crash (test)")
+
+    monkeypatch.setattr(Evaluator, "evaluate", evaluate)
+
+
+def test_resume_after_a_crash_makes_the_same_decisions(tmp_path, uninterrupted, monkeypatch):
     c, raw = config(tmp_path, "b.sqlite")
+    crash_after(monkeypatch, 23)
     with pytest.raises(KeyboardInterrupt):
-        run_search(c, raw, log=lambda s: None, crash_after=23)
+        run_search(c, raw)
+    monkeypatch.undo()
     assert Archive.open(tmp_path / "b.sqlite").last_run("search")["status"] == "stopped"
-    resume(str(tmp_path / "b.sqlite"), log=lambda s: None)
+    resume(str(tmp_path / "b.sqlite"))
     assert fingerprint(tmp_path / "b.sqlite") == uninterrupted
 
 
@@ -82,17 +101,17 @@ def test_resume_after_kill_minus_9(tmp_path, uninterrupted):
     assert 8 <= Archive.open(path).count("evaluations") < 40
     out = subprocess.run([sys.executable, "-m", "evo", "resume", str(path)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "resuming run 1 at generation" in out.stdout
+    assert "resuming run 1 at generation" in out.stderr
     assert fingerprint(path) == {**uninterrupted}
 
 
 def test_resume_refuses_a_finished_run_without_a_new_budget(tmp_path):
-    from evo.errors import EvoError
+    from evo.core.errors import EvoError
     c, raw = config(tmp_path, "d.sqlite", "search.max_evaluations=10")
-    run_search(c, raw, log=lambda s: None)
+    run_search(c, raw)
     with pytest.raises(EvoError, match="finished; raise its budget"):
-        resume(str(tmp_path / "d.sqlite"), log=lambda s: None)
-    resume(str(tmp_path / "d.sqlite"), overrides=["search.max_evaluations=20"], log=lambda s: None)
+        resume(str(tmp_path / "d.sqlite"))
+    resume(str(tmp_path / "d.sqlite"), overrides=["search.max_evaluations=20"])
     assert Archive.open(tmp_path / "d.sqlite").get_state(1, "search")["spent"] >= 20
 
 
@@ -100,7 +119,7 @@ def test_uniform_policy_and_single_island_ablations_run(tmp_path):
     c, raw = config(tmp_path, "e.sqlite", "+experiment=ablation_uniform", "islands.n=1", "islands.migration=off",
                     "search.max_evaluations=16")
     assert c.mutator.policy == "uniform" and c.islands.n == 1 and c.islands.migration == "off"
-    run_search(c, raw, log=lambda s: None)
+    run_search(c, raw)
     state = Archive.open(tmp_path / "e.sqlite").get_state(1, "policy")
     assert state["kind"] == "uniform" and state["logits"] == {}
 
@@ -130,13 +149,13 @@ def test_migration_on_a_ring_moves_the_best():
 
 
 def test_missing_prerequisites_stop_before_a_run_is_recorded(tmp_path, monkeypatch):
-    from evo.errors import ConfigError, GpuUnavailable
+    from evo.core.errors import ConfigError, GpuUnavailable
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")  # no GPU, whatever this machine has
     c, raw = config(tmp_path, "f.sqlite", "evaluator=gpu")
     with pytest.raises(GpuUnavailable, match="evaluator=simulated"):
-        run_search(c, raw, log=lambda s: None)
+        run_search(c, raw)
     c, raw = config(tmp_path, "f.sqlite", "llm=anthropic")
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
-        run_search(c, raw, log=lambda s: None)
+        run_search(c, raw)
     assert not (tmp_path / "f.sqlite").exists()

@@ -1,7 +1,14 @@
 import pytest
 
-from evo.errors import ShapeError
-from evo.shapes import BUCKETS, Shape, build_shape_set, flop_bucket, grid_shapes, log_cell
+from evo.core.errors import ShapeError
+from evo.core.shapes import (
+    BUCKETS,
+    Shape,
+    build_shape_set,
+    flop_bucket,
+    grid_shapes,
+    log_cell,
+)
 
 
 def test_parse_and_properties():

@@ -1,7 +1,7 @@
 import pytest
 
+from evo.evaluation.static_checks import check_source
 from evo.families import FAMILIES
-from evo.static_checks import check_source
 
 GOOD = """#include <cuda_fp16.h>
 // @evo grid = cdiv(N, 16), cdiv(M, 16)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from archive import Archive
+from evo.archive import Archive
 
 SHAPES = "[64x64x64,256x1024x64,64x4096x4096,1024x1024x1024,333x11008x4096,4096x1024x4096,4096x4096x4096,8192x8192x8192]"
 COMMON = [f"shapes.list={SHAPES}", "shapes=inline", "evaluator.draws=2", "evaluator.replays=5",
@@ -49,7 +49,7 @@ def main(out: Path, per_shape: int) -> None:
         f = lambda x: f"{x:.3f}" if x else "-"  # noqa: E731
         print(f"{cell:>18} {f(sb):>12} {f(rb):>12} {str(rows[-1]['search_reach']):>20} {str(rows[-1]['random_reach']):>20}")
     policy = Archive.open(out / "search.sqlite").get_state(1, "policy")
-    from mutators.policy import OperatorPolicy
+    from evo.mutators.policy import OperatorPolicy
     p = OperatorPolicy(policy["operators"])
     p.load(policy)
     print("\nlearned operator probabilities per context:")

@@ -10,8 +10,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from archive import Archive
-from evo.compiler import Compiler
+from evo.archive import Archive
+from evo.evaluation.compiler import Compiler
 
 OPCODES = ("HGMMA", "HMMA", "UTMALDG", "LDSM", "LDGSTS", "STG", "RED", "LDL", "STL", "BAR", "SYNCS", "UCGABAR")
 

@@ -5,6 +5,6 @@ processes (`worker.py`, one per GPU) that the `WorkerPool` (`pool.py`) feeds, ti
 restarts. `SimulatedBackend` is the CPU test double with the same interface; every number it
 produces is labelled backend="simulated" and is never a measurement.
 """
-from evo.evaluation.records import KernelResult, LibraryResult, Timing, Status
+from evo.core.records import KernelResult, LibraryResult, Status, Timing
 
 __all__ = ["KernelResult", "LibraryResult", "Timing", "Status"]

@@ -7,18 +7,30 @@ Everything is written to the archive as it finishes.
 from __future__ import annotations
 
 import concurrent.futures as cf
-from dataclasses import dataclass, field
+import logging
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
-from archive.store import Archive, Records
-from evo.compiler import CompileResult, Compiler, Resources
+from evo.archive import records as stored
+from evo.archive.store import Archive
 from evo.config import EvaluatorConfig
-from evo.errors import GpuUnavailable
+from evo.core.errors import GpuUnavailable
+from evo.core.kernel import Candidate, LaunchError
+from evo.core.records import (
+    CompileResult,
+    DeviceInfo,
+    Evaluation,
+    KernelResult,
+    LibraryResult,
+    Peaks,
+    Status,
+)
+from evo.core.shapes import Shape
+from evo.evaluation.compiler import Compiler
 from evo.evaluation.pool import Job, WorkerPool
-from evo.evaluation.records import DeviceInfo, KernelResult, LibraryResult, Peaks, Status, Timing
-from evo.kernel import Candidate, LaunchError
-from evo.shapes import Shape
-from evo.static_checks import check_source
+from evo.evaluation.static_checks import check_source
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -30,57 +42,14 @@ class Prepared:
     compiled: CompileResult | None = None
 
 
-@dataclass(frozen=True)
-class Evaluation:
-    kernel_id: str
-    shape: Shape
-    status: Status
-    error: str = ""
-    timings: tuple[Timing, ...] = ()
-    mode: str = "rotating"
-    best_library: str | None = None
-    best_library_ms: float | None = None
-    library_ms: dict = field(default_factory=dict)
-    roofline_floor_ms: float | None = None
-    max_rel_err: float | None = None
-    resources: Resources | None = None
-    backend: str = "gpu"
-    gpu: str = ""
-    launch: dict | None = None
-    id: int | None = None  # archive row
-
-    @property
-    def timing(self) -> Timing | None:
-        return next((t for t in self.timings if t.mode == self.mode), None)
-
-    @property
-    def time_ms(self) -> float | None:
-        t = self.timing
-        return t.median_ms if t else None
-
-    @property
-    def speedup(self) -> float | None:
-        return self.best_library_ms / self.time_ms if self.ok and self.best_library_ms and self.time_ms else None
-
-    @property
-    def roofline_fraction(self) -> float | None:
-        return self.roofline_floor_ms / self.time_ms if self.ok and self.roofline_floor_ms and self.time_ms else None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == Status.OK
-
-
 class Evaluator:
     def __init__(self, cfg: EvaluatorConfig, *, archive: Archive | None = None, run_id: int | None = None,
-                 pool: WorkerPool | None = None, compiler: Compiler | None = None,
-                 log: Callable[[str], None] | None = None):
+                 pool: WorkerPool | None = None, compiler: Compiler | None = None):
         self.cfg = cfg
-        self.log = log or (lambda s: None)
-        self.records = Records(archive) if archive else None
+        self.archive = archive
         self.run_id = run_id
         self.pool = pool or WorkerPool(backend=cfg.backend, devices=[str(g) for g in cfg.gpus] or None,
-                                       stage_timeout_s=cfg.timeout_s, log=self.log)
+                                       stage_timeout_s=cfg.timeout_s)
         self.compiler = compiler or Compiler(cache_dir=cfg.cache_dir, timeout_s=cfg.compile_timeout_s,
                                              workers=cfg.compile_workers)
         self.backend = cfg.backend
@@ -93,13 +62,13 @@ class Evaluator:
         infos = self.pool.start().infos
         missing = []
         for info in infos:
-            cached = self.records.peaks(info.key, self.backend) if self.records else None
+            cached = stored.peaks(self.archive, info.key, self.backend) if self.archive else None
             if cached:
                 self._peaks[info.key] = cached
             else:
                 missing.append(info)
         if missing:
-            self.log("measuring the device's peak rate and bandwidth")
+            log.info("measuring the device's peak rate and bandwidth")
             by_device = dict(zip(self.pool.devices, infos))
             for device, reply in self.pool.call_each({"op": "peaks"}).items():
                 info = by_device[device]
@@ -108,8 +77,8 @@ class Evaluator:
                                          f"{reply.get('trace', '')}")
                 peaks = Peaks(**reply["peaks"])
                 self._peaks[info.key] = peaks
-                if self.records:
-                    self.records.put_peaks(info.key, self.backend, peaks, info)
+                if self.archive:
+                    stored.put_peaks(self.archive, info.key, self.backend, peaks, info)
         return self
 
     def peaks(self, gpu: str) -> Peaks:
@@ -149,8 +118,8 @@ class Evaluator:
     # ---- evaluate -------------------------------------------------------------------------
     def library_times(self, gpu: str, shape: Shape, mode: str) -> dict[str, float]:
         key = (gpu, shape, mode)
-        if key not in self._baselines and self.records:
-            found = self.records.baselines(gpu, self.backend, shape, mode)
+        if key not in self._baselines and self.archive:
+            found = stored.library_times(self.archive, gpu, shape, mode, backend=self.backend)
             if found:
                 self._baselines[key] = found
         return self._baselines.get(key, {})
@@ -191,11 +160,12 @@ class Evaluator:
 
     def _job(self, cand: Candidate, shape: Shape, prepared: Prepared, meta, measure_libraries: bool,
              no_gpu: list) -> Job | None:
-        if self.records:
+        if self.archive:
             m = meta(cand) if meta else {}
-            self.records.add_kernel(cand, run_id=self.run_id, generation=m.get("generation"), island=m.get("island"))
+            stored.add_kernel(self.archive, cand, run_id=self.run_id, generation=m.get("generation"),
+                              island=m.get("island"))
             if prepared.compiled:
-                self.records.add_compile(cand.id, prepared.compiled)
+                stored.add_compile(self.archive, cand.id, prepared.compiled)
         early = self._early_failure(prepared, shape)
         if early is None:
             try:
@@ -239,8 +209,8 @@ class Evaluator:
         libs = [LibraryResult.from_json(d) for d in reply.get("libraries", [])]
         gpu = reply.get("gpu") or self.devices[0].key
         for lib in libs:
-            if self.records:
-                self.records.put_baseline(gpu, self.backend, shape, lib)
+            if self.archive:
+                stored.put_baseline(self.archive, gpu, self.backend, shape, lib)
             if lib.status == "ok" and lib.timing:
                 self._baselines.setdefault((gpu, shape, lib.mode), {})[lib.library] = lib.timing.median_ms
         return libs
@@ -258,9 +228,9 @@ class Evaluator:
                           p.compiled.resources if p.compiled else None, k.backend, k.gpu, k.launch)
 
     def _finish(self, e: Evaluation, c: Candidate, meta) -> Evaluation:
-        if not self.records:
+        if not self.archive:
             return e
         m = meta(c) if meta else {}
-        row = self.records.add_evaluation(e, run_id=self.run_id, operator=c.operator, generation=m.get("generation"),
-                                          island=m.get("island"))
+        row = stored.add_evaluation(self.archive, e, run_id=self.run_id, operator=c.operator,
+                                    generation=m.get("generation"), island=m.get("island"))
         return Evaluation(**{**e.__dict__, "id": row})

@@ -10,7 +10,9 @@ from typing import Callable
 
 import torch
 
-from evo.evaluation.records import LibraryResult, Peaks
+from evo.core.records import LibraryResult, Peaks
+from evo.evaluation.gpu_buffers import TimingSets, reference
+from evo.evaluation.gpu_timing import time_events, time_graph
 from evo.evaluation.tolerance import error_stats, verdict
 
 
@@ -37,7 +39,6 @@ def _nvmath_call(sets, autotune: bool, stream) -> tuple[Callable[[int], None], s
 
 def measure(harness, M: int, N: int, K: int, libraries: list[str], modes: list[str], req: dict,
             progress: Callable[[str], None]) -> list[LibraryResult]:
-    from evo.evaluation.gpu_harness import TimingSets, reference
     results = []
     sets = TimingSets(harness, M, N, K, modes)
     for lib in libraries:
@@ -71,7 +72,6 @@ def measure(harness, M: int, N: int, K: int, libraries: list[str], modes: list[s
 
 def peaks(harness) -> Peaks:
     """Measured fp16 tensor-core rate (random data, best of two sizes) and copy bandwidth."""
-    from evo.evaluation.gpu_timing import time_events, time_graph
     s = harness.stream
     best_tflops = 0.0
     for n in (8192, 12288):

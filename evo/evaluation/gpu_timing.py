@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from evo.evaluation.records import Timing
+from evo.core.records import Timing
 
 
 class ClockReader:

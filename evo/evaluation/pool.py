@@ -7,6 +7,7 @@ evaluated normally. The parent never initialises CUDA.
 from __future__ import annotations
 
 import collections
+import logging
 import multiprocessing as mp
 import os
 import shutil
@@ -16,8 +17,10 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any, Callable, Iterable, Iterator
 
-from evo.errors import GpuUnavailable
-from evo.evaluation.records import DeviceInfo, KernelResult, Status
+from evo.core.errors import GpuUnavailable
+from evo.core.records import DeviceInfo, KernelResult, Status
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -77,7 +80,7 @@ class _Worker:
 
 class WorkerPool:
     def __init__(self, *, backend: str = "gpu", devices: list[str] | None = None, stage_timeout_s: float = 60.0,
-                 start_timeout_s: float = 600.0, log: Callable[[str], None] | None = None):
+                 start_timeout_s: float = 600.0):
         self.backend = backend
         if devices is None or not devices:
             devices = visible_gpus() if backend == "gpu" else ["sim0"]
@@ -87,7 +90,6 @@ class WorkerPool:
         self.devices = [str(d) for d in devices]
         self.stage_timeout_s = stage_timeout_s
         self.start_timeout_s = start_timeout_s
-        self.log = log or (lambda s: None)
         self._ctx = mp.get_context("spawn")
         self._workers: list[_Worker] = []
         self._next_id = 0
@@ -123,7 +125,7 @@ class WorkerPool:
         old = self._workers[i]
         old.kill()
         self.restarts += 1
-        self.log(f"restarting the worker of GPU {old.device}: {why}")
+        log.warning(f"restarting the worker of GPU {old.device}: {why}")
         self._workers[i] = _Worker(self._ctx, old.device, self.backend, self.start_timeout_s)
 
     def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, dict]]:

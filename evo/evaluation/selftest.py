@@ -5,13 +5,16 @@ failure is contained and disturbs nothing after it.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from importlib import resources
 
+from evo.core.kernel import Candidate
+from evo.core.records import Status
+from evo.core.shapes import Shape
 from evo.evaluation.evaluator import Evaluator
-from evo.evaluation.records import Status
-from evo.kernel import Candidate
-from evo.shapes import Shape
+
+log = logging.getLogger(__name__)
 
 SMALL, LARGE_K = Shape(128, 128, 256), Shape(256, 256, 2048)
 
@@ -43,7 +46,7 @@ def kernel_source(name: str) -> str:
     return resources.files("evo.evaluation").joinpath("selftest_kernels", name).read_text()
 
 
-def run_selftest(ev: Evaluator, *, log=print, cases=CASES) -> list[dict]:
+def run_selftest(ev: Evaluator, *, cases: tuple[Case, ...] = CASES) -> list[dict]:
     """Evaluate each case, then the good kernel; returns one row per evaluation with a verdict."""
     good = Candidate.make(kernel_source("good.cu"), operator="selftest", params={"file": "good.cu"})
     rows = []
@@ -54,6 +57,6 @@ def run_selftest(ev: Evaluator, *, log=print, cases=CASES) -> list[dict]:
             row = {"kernel": cand.params["file"], "shape": str(shape), "expected": str(expected),
                    "status": str(e.status), "pass": e.status == expected, "error": e.error.splitlines()[0][:150] if e.error else ""}
             rows.append(row)
-            log(f"{'PASS' if row['pass'] else 'FAIL'}  {row['kernel']:<22} {row['shape']:<13} expected "
+            log.info(f"{'PASS' if row['pass'] else 'FAIL'}  {row['kernel']:<22} {row['shape']:<13} expected "
                 f"{row['expected']:<24} got {row['status']:<24} {row['error']}")
     return rows

@@ -14,8 +14,16 @@ import os
 import re
 import time
 
-from evo.evaluation.records import ContextLost, DeviceInfo, KernelResult, LibraryResult, Peaks, Status, Timing
-from evo.shapes import Shape
+from evo.core.records import (
+    DeviceInfo,
+    KernelResult,
+    LibraryResult,
+    Peaks,
+    Status,
+    Timing,
+)
+from evo.core.shapes import Shape
+from evo.evaluation.worker import ContextLost
 
 PEAKS = Peaks(tflops=790.0, bandwidth_gbs=4300.0, backend="simulated")
 LIBRARY_EFFICIENCY = {"<1 GFLOP": 0.13, "1-10 GFLOP": 0.59, "10-100 GFLOP": 0.74, "0.1-1 TFLOP": 0.82,

@@ -12,12 +12,21 @@ import sys
 import traceback
 from dataclasses import asdict
 
+from evo.core.records import KernelResult
+
+
+class ContextLost(Exception):
+    """Raised by a harness: the CUDA context is unusable after a fault; report `result`, then exit."""
+
+    def __init__(self, result: KernelResult):
+        super().__init__(result.error)
+        self.result = result
+
 
 def worker_main(conn, device: str, backend: str = "gpu") -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(device)  # before CUDA is initialised in this process
     os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
     try:
-        from evo.evaluation.records import ContextLost
         if backend == "simulated":
             from evo.evaluation.simulated import SimulatedHarness
             harness = SimulatedHarness(device)

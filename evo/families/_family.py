@@ -10,7 +10,7 @@ from functools import cached_property
 from importlib import resources
 from typing import Callable
 
-from evo.kernel import Candidate
+from evo.core.kernel import Candidate
 
 Params = dict[str, int]
 

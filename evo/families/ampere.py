@@ -1,5 +1,12 @@
 """Family "ampere": mma.sync tensor-core kernel with a cp.async pipeline."""
-from evo.families._family import Family, Params, split_for, splitk_requires, splitk_snippet, tile_score
+from evo.families._family import (
+    Family,
+    Params,
+    split_for,
+    splitk_requires,
+    splitk_snippet,
+    tile_score,
+)
 
 SMEM_LIMIT = 232448
 

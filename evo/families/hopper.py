@@ -1,7 +1,14 @@
 """Family "hopper": TMA + wgmma, warp-specialized producer/consumers, persistent (sm_90a)."""
 import itertools
 
-from evo.families._family import Family, Params, split_for, splitk_requires, splitk_snippet, tile_score
+from evo.families._family import (
+    Family,
+    Params,
+    split_for,
+    splitk_requires,
+    splitk_snippet,
+    tile_score,
+)
 
 SMEM_LIMIT = 232448
 SMEM_PER_SM = 233472  # two CTAs on one SM share this, less 1 KiB reserved per CTA

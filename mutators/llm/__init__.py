@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 
+from evo.mutators.llm.operator import LLMOperator
+from evo.mutators.llm.prompts import load_templates
+
 from evo.config import LLMConfig
-from evo.errors import ConfigError
-from mutators.llm.operator import LLMOperator
-from mutators.llm.prompts import load_templates
+from evo.core.errors import ConfigError
 
 
-def build_llm_operators(cfg: LLMConfig, *, archive=None, run_id: int | None = None, log=print):
+def build_llm_operators(cfg: LLMConfig, *, archive=None, run_id: int | None = None):
     backend = cfg.backend
     if backend == "auto":
         backend = "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "none"
@@ -25,12 +26,12 @@ def build_llm_operators(cfg: LLMConfig, *, archive=None, run_id: int | None = No
     if backend == "anthropic":
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError("llm=anthropic needs ANTHROPIC_API_KEY in the environment (or use llm=none)")
-        from mutators.llm.client import AnthropicClient
+        from evo.mutators.llm.client import AnthropicClient
         client = AnthropicClient(cfg)
     else:
-        from mutators.llm.client import ReplayClient
+        from evo.mutators.llm.client import ReplayClient
         client = ReplayClient(cfg)
-    from mutators.llm.recorder import Recorder
+    from evo.mutators.llm.recorder import Recorder
     recorder = Recorder(archive, run_id, budget_usd=cfg.budget_usd)
     templates = load_templates(cfg.prompts)
     ops = {f"llm:{t.name}": LLMOperator(t, client, recorder, edit_format=cfg.edit_format) for t in templates}

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from evo.config import LLMConfig
-from evo.errors import ConfigError, EvoError
+from evo.core.errors import ConfigError, EvoError
 
 # USD per million tokens by model family: input, output, cache write, cache read. List prices, used
 # as an estimate: the archive records tokens too, so costs can be recomputed.
@@ -85,12 +85,11 @@ class ReplayClient:
     """Answers with the responses recorded in another archive, matched by prompt (model, system, text)."""
 
     def __init__(self, cfg: LLMConfig):
-        from archive import Archive
+        from evo.archive import Archive
+        from evo.archive.llm_calls import recorded_responses
         self.cfg = cfg
-        source = Archive.open(cfg.replay_from, create=False)
-        self.answers: dict[str, list[str]] = {}
-        for row in source.db.query("select prompt_hash, response from llm_calls where response is not null order by id"):
-            self.answers.setdefault(row["prompt_hash"], []).append(row["response"])
+        source = Archive.open(cfg.replay_from or "", create=False)
+        self.answers = recorded_responses(source)
         source.close()
         if not self.answers:
             raise ConfigError(f"llm.replay_from={cfg.replay_from} holds no recorded LLM responses")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from evo.errors import EvoError
+from evo.core.errors import EvoError
 
 
 class EditError(EvoError):

@@ -4,12 +4,15 @@ from __future__ import annotations
 import random
 from importlib import resources
 
-from evo.errors import EvoError
-from evo.kernel import Candidate
-from evo.shapes import Shape
-from mutators.llm.client import LLMCallError, prompt_hash
-from mutators.llm.edits import EditError, apply_answer
-from mutators.llm.prompts import PromptTemplate
+from evo.archive import queries
+from evo.archive.records import library_times
+from evo.mutators.llm.client import LLMCallError, prompt_hash
+from evo.mutators.llm.edits import EditError, apply_answer
+from evo.mutators.llm.prompts import PromptTemplate
+
+from evo.core.errors import EvoError
+from evo.core.kernel import Candidate
+from evo.core.shapes import Shape
 
 EDIT_RULES = {
     "search_replace": (
@@ -26,7 +29,7 @@ class OperatorFailure(EvoError):
 
 
 def system_prompt() -> str:
-    return resources.files("mutators").joinpath("prompts", "_system.md").read_text()
+    return resources.files("evo.mutators").joinpath("prompts", "_system.md").read_text()
 
 
 class LLMOperator:
@@ -83,22 +86,17 @@ def _describe(archive, kernel_id: str, shape: Shape, outcome) -> str:
     """What was measured on a kernel at the shape: times, libraries, roofline, resources, errors."""
     lines = []
     if archive is not None:
-        ev = next(archive.db.query(
-            "select * from evaluations where kernel_id = ? and M = ? and N = ? and K = ? order by id desc limit 1",
-            [kernel_id, shape.M, shape.N, shape.K]), None)
+        ev = queries.latest_evaluation(archive, kernel_id, shape)
         if ev:
             lines.append(f"status: {ev['status']}" + (f" ({ev['error'][:600]})" if ev["error"] else ""))
             if ev["time_ms"]:
                 lines.append(f"time: {ev['time_ms'] * 1e3:.2f} us ({ev['mode']} mode); best library "
                              f"{ev['best_library']}: {(ev['best_library_ms'] or 0) * 1e3:.2f} us; "
                              f"speedup {ev['speedup'] or 0:.3f}; roofline fraction {ev['roofline_fraction'] or 0:.3f}")
-            libs = list(archive.db.query(
-                "select library, time_ms from baselines where gpu = ? and M = ? and N = ? and K = ? and mode = ? "
-                "and status = 'ok'", [ev["gpu"], shape.M, shape.N, shape.K, ev["mode"]]))
+            libs = library_times(archive, ev["gpu"], shape, ev["mode"])
             if libs:
-                lines.append("libraries: " + ", ".join(f"{r['library']} {r['time_ms'] * 1e3:.2f} us" for r in libs))
-        comp = next(archive.db.query("select * from compiles where kernel_id = ? order by created_at desc limit 1",
-                                     [kernel_id]), None)
+                lines.append("libraries: " + ", ".join(f"{lib} {ms * 1e3:.2f} us" for lib, ms in libs.items()))
+        comp = queries.latest_compile(archive, kernel_id)
         if comp and comp["status"] == "ok":
             lines.append(f"resources: {comp['registers']} registers, {comp['smem_static']} B static smem, "
                          f"{comp['spill_stores']} B spill stores, {comp['stack']} B stack")

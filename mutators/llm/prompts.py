@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from evo.errors import ConfigError
+from evo.core.errors import ConfigError
 
 _HEADER = re.compile(r"^---\n(.*?)\n---\n(.*)$", re.S)
 
@@ -43,7 +43,7 @@ def parse_template(text: str, origin: str) -> PromptTemplate:
 
 
 def load_templates(names: list[str] | None = None) -> list[PromptTemplate]:
-    folder = resources.files("mutators").joinpath("prompts")
+    folder = resources.files("evo.mutators").joinpath("prompts")
     found = {}
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".md") and not entry.name.startswith("_"):  # _system.md is not an operator

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import threading
 
-from archive.store import now
+from evo.archive.llm_calls import add_llm_calls, llm_spent
+from evo.archive.store import now
 
 
 class Recorder:
@@ -17,8 +18,7 @@ class Recorder:
         self.pending: list[dict] = []
         self.spent_usd = 0.0
         if archive is not None and run_id is not None:
-            row = archive.db.execute("select coalesce(sum(cost_usd), 0) from llm_calls where run_id = ?", [run_id]).fetchone()
-            self.spent_usd = float(row[0])
+            self.spent_usd = llm_spent(archive, run_id)
 
     def exhausted(self) -> bool:
         return self.spent_usd >= self.budget_usd
@@ -33,7 +33,5 @@ class Recorder:
     def flush(self) -> None:
         with self._lock:
             rows, self.pending = self.pending, []
-        if self.archive is not None:
-            with self.archive.transaction():
-                for row in rows:
-                    self.archive._insert("llm_calls", row)
+        if self.archive is not None and rows:
+            add_llm_calls(self.archive, rows)

@@ -6,18 +6,20 @@ baseline that the evolutionary search must beat at equal budget.
 """
 from __future__ import annotations
 
+import logging
 import random
 from collections import defaultdict
 
-from archive import Archive
-from archive.elites import cell_of, elites, offer
+from evo.archive.elites import cell_of, elites, offer
 from evo.config import EvoConfig, as_dict
-from evo.evaluation.evaluator import Evaluator
+from evo.core.kernel import Candidate
+from evo.core.shapes import Shape, build_shape_set
+from evo.core.summary import bucket_table, format_bucket_table
 from evo.families import FAMILIES
-from evo.kernel import Candidate
-from evo.progress import Progress
-from evo.shapes import Shape, build_shape_set
-from evo.summary import bucket_table, format_bucket_table
+from evo.search.progress import Progress
+from evo.search.session import recorded_session
+
+log = logging.getLogger(__name__)
 
 
 #: picks taken from each family per round of a shortlist (the Hopper family wins most shapes)
@@ -46,23 +48,17 @@ def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: ra
     return out
 
 
-def run_sweep(c: EvoConfig, raw=None, *, log=print) -> dict:
+def run_sweep(c: EvoConfig, raw=None) -> dict:
     shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     families = [c.family] if c.family else sorted(FAMILIES)
-    from evo.preflight import preflight
-    preflight(c)
-    archive = Archive.open(c.archive.path)
-    run_id = archive.start_run(kind="sweep", config=as_dict(raw), seed=c.search.seed, backend=c.evaluator.backend)
-    ev = Evaluator(c.evaluator, archive=archive, run_id=run_id, log=log)
-    try:
-        ev.start()
-        if c.evaluator.backend == "simulated":
-            log("NOTE: evaluator=simulated: times are MODELLED by the CPU test double, not measured")
+    with recorded_session(c, kind="sweep", raw_config=as_dict(raw, fallback=c)) as s:
+        ev, archive, run_id = s.evaluator, s.archive, s.run_id
         rng = random.Random(c.search.seed)
-        pairs = [(cand, s) for s in shapes for cand in plan(families, s, budget=c.sweep.budget,
-                                                            sample=c.sweep.sample, rng=rng, num_sms=ev.num_sms)]
-        log(f"sweep of {', '.join(families)} ({c.sweep.sample}, {c.sweep.budget} per shape): "
-            f"{len(pairs)} evaluations on {len(shapes)} shapes, run {run_id} in {c.archive.path}")
+        pairs = [(cand, shape) for shape in shapes for cand in plan(families, shape, budget=c.sweep.budget,
+                                                                    sample=c.sweep.sample, rng=rng,
+                                                                    num_sms=ev.num_sms)]
+        log.info(f"sweep of {', '.join(families)} ({c.sweep.sample}, {c.sweep.budget} per shape): "
+                 f"{len(pairs)} evaluations on {len(shapes)} shapes")
         for cand, _ in pairs:  # compile everything ahead, on every core
             ev.prepare(cand)
         failures: dict[str, int] = defaultdict(int)
@@ -74,19 +70,13 @@ def run_sweep(c: EvoConfig, raw=None, *, log=print) -> dict:
             progress.update(note=f"{e.shape} {e.status}")
         progress.close()
         best = {Shape(r["M"], r["N"], r["K"]): r for r in elites(archive, run_id)}
-        for r in best.values():
-            shape = Shape(r["M"], r["N"], r["K"])
+        for shape, r in best.items():
             floor = ev.peaks(ev.devices[0].key).floor_ms(shape.flops, shape.min_bytes)
             r["roofline_fraction"] = floor / r["time_ms"]
-        summary = bucket_table({s: best.get(s, {}) for s in shapes})
-        log(format_bucket_table(summary))
+        summary = bucket_table({shape: best.get(shape, {}) for shape in shapes})
+        log.info("speedup of the best configuration per shape over the best library:\n"
+                 + format_bucket_table(summary))
         if failures:
-            log("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items())))
+            log.info("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items())))
         archive.put_state(run_id, "summary", summary)
-        archive.set_run_status(run_id, "finished")
         return {"run_id": run_id, "summary": summary, "failures": dict(failures)}
-    except BaseException:
-        archive.set_run_status(run_id, "failed")
-        raise
-    finally:
-        ev.close()

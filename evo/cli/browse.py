@@ -7,9 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from archive import Archive
-from archive import queries as q
-from evo.tables import format_table
+from evo.archive import Archive
+from evo.archive import queries as q
+
+from evo.cli.tables import format_table
 
 
 def _emit(args, rows, columns, headers=None) -> None:

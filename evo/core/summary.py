@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from evo.shapes import BUCKETS, Shape
+from evo.core.shapes import BUCKETS, Shape
 
 
 def geomean(values: list[float]) -> float | None:

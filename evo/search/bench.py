@@ -6,16 +6,20 @@ the roofline floor is computed from the peak rate and bandwidth measured at star
 """
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
-from archive import Archive
+from tabulate import tabulate
+
 from evo.config import EvoConfig, as_dict
-from evo.errors import ConfigError
-from evo.evaluation.evaluator import Evaluator
-from evo.kernel import Candidate
-from evo.progress import Progress
-from evo.shapes import build_shape_set
+from evo.core.errors import ConfigError
+from evo.core.kernel import Candidate
+from evo.core.shapes import build_shape_set
+from evo.search.progress import Progress
+from evo.search.session import recorded_session
+
+log = logging.getLogger(__name__)
 
 LIB_SHORT = {"torch": "torch", "cublaslt_heuristic": "lt_heur", "cublaslt_autotuned": "lt_auto"}
 
@@ -30,22 +34,15 @@ def load_kernels(paths: list[str]) -> list[Candidate]:
     return out
 
 
-def run_bench(c: EvoConfig, raw=None, *, log=print) -> list[dict]:
+def run_bench(c: EvoConfig, raw=None) -> list[dict]:
     shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     kernels = load_kernels(c.kernels)
-    from evo.preflight import preflight
-    preflight(c)
-    archive = Archive.open(c.archive.path)
-    run_id = archive.start_run(kind="bench", config=as_dict(raw), seed=c.search.seed, backend=c.evaluator.backend)
-    ev = Evaluator(c.evaluator, archive=archive, run_id=run_id, log=log)
     rows = []
-    try:
-        ev.start()
+    with recorded_session(c, kind="bench", raw_config=as_dict(raw, fallback=c)) as s:
+        ev = s.evaluator
         gpu = ev.devices[0]
-        if c.evaluator.backend == "simulated":
-            log("NOTE: evaluator=simulated: every time below is MODELLED by the CPU test double, not measured")
         peaks = ev.peaks(gpu.key)
-        log(f"device: {gpu.name}  peak {peaks.tflops:.0f} TFLOP/s, copy {peaks.bandwidth_gbs:.0f} GB/s (measured)")
+        log.info(f"device: {gpu.name}  peak {peaks.tflops:.0f} TFLOP/s, copy {peaks.bandwidth_gbs:.0f} GB/s (measured)")
         progress = Progress(len(shapes), "bench", enabled=c.search.progress)
         libs = {}
         for shape, results in ev.measure_libraries(shapes):
@@ -55,7 +52,7 @@ def run_bench(c: EvoConfig, raw=None, *, log=print) -> list[dict]:
         kernel_times = {}
         if kernels:
             progress = Progress(len(kernels) * len(shapes), "kernels", enabled=c.search.progress)
-            for e in ev.evaluate([(k, s) for k in kernels for s in shapes], measure_libraries=False):
+            for e in ev.evaluate([(k, shape) for k in kernels for shape in shapes], measure_libraries=False):
                 kernel_times[(e.kernel_id, e.shape)] = e
                 progress.update(note=f"{e.shape} {e.status}")
             progress.close()
@@ -72,41 +69,37 @@ def run_bench(c: EvoConfig, raw=None, *, log=print) -> list[dict]:
                 for k in kernels:
                     e = kernel_times.get((k.id, shape))
                     t = next((x for x in e.timings if x.mode == mode), None) if e else None
-                    row[f"kernel_{k.params['file']}_ms"] = t.median_ms if t and e.ok else None
+                    row[f"kernel_{k.params['file']}_ms"] = t.median_ms if t and e and e.ok else None
                     row[f"kernel_{k.params['file']}_status"] = str(e.status) if e else "missing"
                 rows.append(row)
-        print_table(rows, c.evaluator.libraries, [k.params["file"] for k in kernels], log=log)
-        archive.put_state(run_id, "bench_rows", rows)
-        archive.set_run_status(run_id, "finished")
-    except BaseException:
-        archive.set_run_status(run_id, "failed")
-        raise
-    finally:
-        ev.close()
+        log.info("\n" + format_bench(rows, c.evaluator.libraries, [k.params["file"] for k in kernels]))
+        s.archive.put_state(s.run_id, "bench_rows", rows)
     return rows
 
 
-def print_table(rows: list[dict], libraries: list[str], kernels: list[str], *, log=print) -> None:
-    head = f"{'M':>6} {'N':>6} {'K':>6} {'mode':>8} {'GFLOP':>9} {'floor_us':>9}"
+def format_bench(rows: list[dict], libraries: list[str], kernels: list[str]) -> str:
+    """The bench table: per shape and mode, the roofline floor, each library's time, rate and
+    roofline fraction, and each given kernel's time and speedup over the best library."""
+    headers = ["M", "N", "K", "mode", "GFLOP", "floor_us"]
     for lib in libraries:
-        head += f" {LIB_SHORT[lib] + '_us':>10} {'TF/s':>6} {'roof':>5}"
+        headers += [f"{LIB_SHORT[lib]}_us", "TF/s", "roof"]
     for k in kernels:
-        head += f" {k[:14] + '_us':>16} {'vs_best':>7}"
-    log(head)
+        headers += [f"{k[:14]}_us", "vs_best"]
+    table = []
     for r in rows:
-        line = f"{r['M']:>6} {r['N']:>6} {r['K']:>6} {r['mode']:>8} {r['gflop']:>9.2f} {r['floor_ms'] * 1e3:>9.2f}"
+        line = [r["M"], r["N"], r["K"], r["mode"], f"{r['gflop']:.2f}", f"{r['floor_ms'] * 1e3:.2f}"]
         for lib in libraries:
             ms = r.get(f"{lib}_ms")
-            line += (f" {ms * 1e3:>10.2f} {r['gflop'] / ms:>6.0f} {r['floor_ms'] / ms:>5.2f}" if ms
-                     else f" {'error':>10} {'':>6} {'':>5}")
+            line += [f"{ms * 1e3:.2f}", f"{r['gflop'] / ms:.0f}", f"{r['floor_ms'] / ms:.2f}"] if ms else ["error", "", ""]
         best = min((r[f"{lib}_ms"] for lib in libraries if r.get(f"{lib}_ms")), default=None)
         for k in kernels:
             ms = r.get(f"kernel_{k}_ms")
-            line += (f" {ms * 1e3:>16.2f} {best / ms:>7.3f}" if ms and best
-                     else f" {r.get(f'kernel_{k}_status', ''):>16} {'':>7}")
-        log(line)
+            line += [f"{ms * 1e3:.2f}", f"{best / ms:.3f}"] if ms and best else [r.get(f"kernel_{k}_status", ""), ""]
+        table.append(line)
+    text = tabulate(table, headers=headers, disable_numparse=True, stralign="right")
     for lib in libraries[1:]:
         ratios = [r["torch_ms"] / r[f"{lib}_ms"] for r in rows if r.get("torch_ms") and r.get(f"{lib}_ms")]
         if ratios and "torch" in libraries:
-            log(f"geomean torch_time / {lib}_time = {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} "
-                f"over {len(ratios)} rows")
+            text += (f"\ngeomean torch_time / {lib}_time = {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} "
+                     f"over {len(ratios)} rows")
+    return text

@@ -10,82 +10,39 @@ makes the same decisions as an uninterrupted one.
 """
 from __future__ import annotations
 
-import json
+import concurrent.futures as cf
+import logging
 import math
 import random
 import time
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import Callable
 
-from archive import Archive
-from archive.elites import cell_of, offer
-from archive.store import now
-from evo.config import EvoConfig, as_dict, validate
-from evo.errors import ConfigError, EvoError
-from evo.evaluation.evaluator import Evaluation, Evaluator
-from evo.evaluation.records import Status
+from evo.archive import Archive
+from evo.archive.elites import cell_of, elites, offer
+from evo.archive.search_state import load_run, save_generation
+from evo.config import EvoConfig
+from evo.core.errors import EvoError
+from evo.core.kernel import Candidate
+from evo.core.records import Outcome, Status
+from evo.core.rng import rng_from_json, rng_to_json
+from evo.core.shapes import Shape, build_shape_set
+from evo.core.summary import geomean
+from evo.evaluation.evaluator import Evaluator
 from evo.families import FAMILIES
-from evo.kernel import Candidate
-from evo.shapes import Shape, build_shape_set
-from evo.summary import geomean
-from islands import Individual, Island, make_islands, migrate
-from mutators.policy import OperatorPolicy
-from mutators.rewards import reward
-from mutators.structural import OPERATORS
+from evo.islands import Individual, Island, make_islands, migrate
+from evo.mutators.policy import OperatorPolicy
+from evo.mutators.rewards import reward
+from evo.mutators.structural import OPERATORS
+from evo.search.state import Plan, SearchState
+
+log = logging.getLogger(__name__)
 
 TENSOR_CORE_FAMILIES = ["hopper", "ampere"]
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What the search needs of an evaluation (rebuilt from the archive on resume)."""
-    status: Status
-    speedup: float | None
-    time_ms: float | None
-    error: str = ""
-
-    @staticmethod
-    def of(e: Evaluation) -> "Outcome":
-        return Outcome(e.status, e.speedup, e.time_ms, e.error)
-
-
-@dataclass
-class Plan:
-    """A child to evaluate, and who made it."""
-    island: int
-    operator: str
-    candidate: Candidate | None
-    shape: Shape
-    parent_fitness: float | None
-    context: str
-    failure: str = ""  # why the operator produced no candidate
-    parents: list = field(default_factory=list)
-
-
-@dataclass
-class SearchState:
-    generation: int = 0
-    spent: int = 0  # (kernel, shape) evaluations made by this run
-    elapsed_s: float = 0.0
-    failures: Counter = field(default_factory=Counter)
-    stalled: int = 0  # generations in a row without a new evaluation
-
-    def to_json(self) -> dict:
-        return {"generation": self.generation, "spent": self.spent, "elapsed_s": self.elapsed_s,
-                "failures": dict(self.failures), "stalled": self.stalled}
-
-    @staticmethod
-    def from_json(d: dict) -> "SearchState":
-        return SearchState(d["generation"], d["spent"], d["elapsed_s"], Counter(d.get("failures", {})),
-                           d.get("stalled", 0))
-
-
 class Search:
     def __init__(self, c: EvoConfig, archive: Archive, run_id: int, evaluator: Evaluator, *,
-                 llm_operators: dict | None = None, log: Callable[[str], None] = print,
-                 crash_after: int | None = None):
-        self.c, self.archive, self.run_id, self.ev, self.log = c, archive, run_id, evaluator, log
+                 llm_operators: dict | None = None):
+        self.c, self.archive, self.run_id, self.ev = c, archive, run_id, evaluator
         self.shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
         self.operators = {name: OPERATORS[name] for name in c.mutator.structural}
         self.operators.update(llm_operators or {})
@@ -100,44 +57,30 @@ class Search:
         self.known: dict[tuple[str, Shape], Outcome] = {}  # evaluated before this generation
         self.replay: dict[tuple[str, Shape], Outcome] = {}  # evaluated in an interrupted generation
         self.candidates: dict[str, Candidate] = {}
-        self.crash_after = crash_after  # tests: raise after this many new evaluations
 
     # ---- state ---------------------------------------------------------------------------
+    STATE_KEYS = ("search", "rng", "policy")
+
     def save(self) -> None:
-        with self.archive.transaction():
-            a, r = self.archive, self.run_id
-            a.put_state(r, "search", self.state.to_json())
-            a.put_state(r, "rng", _rng_to_json(self.rng.getstate()))
-            a.put_state(r, "policy", self.policy.state())
-            for isl in self.islands:
-                a._insert("island_state", {"run_id": r, "island": isl.index, "generation": self.state.generation,
-                                           "population_json": json.dumps(isl.to_json()), "created_at": now()},
-                          replace=True)
-            a._insert("policy_state", {"run_id": r, "generation": self.state.generation,
-                                       "state_json": json.dumps({"probabilities": self.policy.snapshot()}),
-                                       "created_at": now()})
-            a.db.conn.execute("update runs set updated_at = ? where id = ?", [now(), r])
+        save_generation(self.archive, self.run_id, self.state.generation,
+                        state={"search": self.state.to_json(), "rng": rng_to_json(self.rng),
+                               "policy": self.policy.state()},
+                        islands={isl.index: isl.to_json() for isl in self.islands},
+                        probabilities=self.policy.snapshot())
 
     def load(self) -> bool:
         """Restore the state saved at the end of the last finished generation; False if none."""
-        a, r = self.archive, self.run_id
-        saved = a.get_state(r, "search")
-        if saved is None:
+        saved = load_run(self.archive, self.run_id, self.STATE_KEYS)
+        if saved is None or saved.state["search"] is None:
             return False
-        self.state = SearchState.from_json(saved)
-        self.rng.setstate(_rng_from_json(a.get_state(r, "rng")))
-        self.policy.load(a.get_state(r, "policy"))
-        for row in a.db.query("select island, population_json from island_state where run_id = ?", [r]):
-            self.islands[row["island"]].load(json.loads(row["population_json"]))
-        for row in a.db.query("select * from kernels where id in (select kernel_id from evaluations where run_id = ?)",
-                              [r]):
-            self.candidates[row["id"]] = Candidate(row["source"], row["family"], row["params_json"], row["operator"],
-                                                   tuple(json.loads(row["parents_json"])))
-        for row in a.db.query("select kernel_id, M, N, K, status, speedup, time_ms, error, generation "
-                              "from evaluations where run_id = ? order by id", [r]):
-            key = (row["kernel_id"], Shape(row["M"], row["N"], row["K"]))
-            outcome = Outcome(Status(row["status"]), row["speedup"], row["time_ms"], row["error"] or "")
-            (self.known if (row["generation"] or 0) < self.state.generation else self.replay)[key] = outcome
+        self.state = SearchState.from_json(saved.state["search"])
+        rng_from_json(self.rng, saved.state["rng"])
+        self.policy.load(saved.state["policy"])
+        for index, population in saved.islands.items():
+            self.islands[index].load(population)
+        self.candidates.update(saved.candidates)
+        for kernel_id, shape, outcome, generation in saved.evaluations:
+            (self.known if generation < self.state.generation else self.replay)[(kernel_id, shape)] = outcome
         return True
 
     # ---- evaluation ----------------------------------------------------------------------
@@ -162,8 +105,6 @@ class Search:
             results[(e.kernel_id, e.shape)] = Outcome.of(e)
             self.state.spent += 1
             offer(self.archive, self.run_id, cell_of(e.shape), e)
-            if self.crash_after is not None and self.state.spent >= self.crash_after:
-                raise KeyboardInterrupt("simulated crash (test)")
         for (kid, shape), outcome in results.items():
             if outcome is not None and (kid, shape) not in self.known:
                 self.known[(kid, shape)] = outcome
@@ -235,7 +176,6 @@ class Search:
             if p.operator and not p.operator.startswith("llm:"):
                 self._apply(p, self.rng)
         if llm:
-            import concurrent.futures as cf
             with cf.ThreadPoolExecutor(max_workers=max(1, self.c.llm.concurrency)) as pool:
                 list(pool.map(lambda p: self._apply(p, random.Random(0)), llm))
             for recorder in {id(op.recorder): op.recorder for op in self.operators.values()
@@ -291,13 +231,12 @@ class Search:
 
     def _transfer(self) -> None:
         """Try cell elites on their nearest neighbouring shapes (a winner is a good seed nearby)."""
-        elites = {Shape(r["M"], r["N"], r["K"]): r["kernel_id"] for r in
-                  self.archive.db.query("select * from elites where run_id = ? order by cell", [self.run_id])}
-        cells = sorted(elites)
+        best = {Shape(r["M"], r["N"], r["K"]): r["kernel_id"] for r in elites(self.archive, self.run_id)}
+        cells = sorted(best)
         self.rng.shuffle(cells)
         pairs = []
         for shape in cells[:len(self.islands)]:
-            kid = elites[shape]
+            kid = best[shape]
             near = sorted((s for s in self.shapes if s != shape and (kid, s) not in self.known),
                           key=lambda s: _log_distance(s, shape))
             if near and self.candidates.get(kid):
@@ -329,7 +268,7 @@ class Search:
         started = time.monotonic()
         base = self.state.elapsed_s
         if self.state.generation == 0:
-            self.log(f"seeding {len(self.islands)} island(s) x {self.c.islands.population} on {len(self.shapes)} shapes")
+            log.info(f"seeding {len(self.islands)} island(s) x {self.c.islands.population} on {len(self.shapes)} shapes")
             self.initialize()
             self.state.elapsed_s = base + time.monotonic() - started
             self.save()
@@ -344,107 +283,17 @@ class Search:
     def report(self) -> None:
         if not self.c.search.progress:
             return
-        rows = list(self.archive.db.query("select M, N, K, speedup from elites where run_id = ?", [self.run_id]))
+        rows = elites(self.archive, self.run_id)
         by_bucket: dict[str, list] = {}
         for r in rows:
             by_bucket.setdefault(Shape(r["M"], r["N"], r["K"]).bucket, []).append(r["speedup"])
         rate = self.state.spent / self.state.elapsed_s if self.state.elapsed_s else 0
         best = "  ".join(f"{b}: {geomean(v):.2f}" for b, v in by_bucket.items() if geomean(v))
         fails = ", ".join(f"{k} {v}" for k, v in self.state.failures.most_common(4)) or "none"
-        self.log(f"gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
+        log.info(f"gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
                  f"| {rate:.1f}/s | cells {len(rows)}/{len(self.shapes)} | geomean speedup by bucket: {best} "
                  f"| failures: {fails}")
 
 
 def _log_distance(a: Shape, b: Shape) -> float:
     return sum((math.log2(x) - math.log2(y)) ** 2 for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K)))
-
-
-def _rng_to_json(state) -> list:
-    version, internal, gauss = state
-    return [version, list(internal), gauss]
-
-
-def _rng_from_json(data) -> tuple:
-    return (data[0], tuple(data[1]), data[2])
-
-
-# ---- entry points -------------------------------------------------------------------------------
-def _start(c: EvoConfig, archive: Archive, run_id: int, log, **kw) -> str:
-    from mutators.llm import build_llm_operators
-    ev = None
-    try:
-        llm_ops, llm_note = build_llm_operators(c.llm, archive=archive, run_id=run_id, log=log)
-        log(llm_note)
-        ev = Evaluator(c.evaluator, archive=archive, run_id=run_id, log=log)
-        ev.start()
-        if c.evaluator.backend == "simulated":
-            log("NOTE: evaluator=simulated: every time is MODELLED by the CPU test double, not measured")
-        search = Search(c, archive, run_id, ev, llm_operators=llm_ops, log=log, **kw)
-        if search.load():
-            log(f"resuming run {run_id} at generation {search.state.generation} "
-                f"({search.state.spent} evaluations done)")
-        archive.set_run_status(run_id, "running")
-        reason = search.run()
-        archive.set_run_status(run_id, "finished")
-        log(f"stopped: {reason}. Browse with `evo archive elites {archive.path}`; export with `evo export {archive.path}`")
-        return reason
-    except KeyboardInterrupt:
-        archive.set_run_status(run_id, "stopped")
-        raise
-    except BaseException:
-        archive.set_run_status(run_id, "failed")
-        raise
-    finally:
-        if ev is not None:
-            ev.close()
-
-
-def run_search(c: EvoConfig, raw=None, *, log=print, **kw) -> tuple[Archive, int, str]:
-    from evo.preflight import preflight
-    preflight(c, needs_llm=True)
-    config = as_dict(raw, fallback=c)
-    archive = Archive.open(c.archive.path)
-    run_id = archive.start_run(kind="search", config=config, seed=c.search.seed, backend=c.evaluator.backend)
-    log(f"run {run_id} in {c.archive.path} (resume with `evo resume {c.archive.path}`)")
-    return archive, run_id, _start(c, archive, run_id, log, **kw)
-
-
-def resume(path: str, run_id: int | None = None, *, log=print, overrides: list[str] | None = None, **kw) -> str:
-    archive = Archive.open(path, create=False)
-    run = archive.run(run_id) if run_id else archive.last_run("search")
-    if run is None:
-        raise EvoError(f"{path} holds no search run to resume: start one with `evo run archive.path={path}`")
-    if run["status"] == "finished" and not overrides:
-        raise EvoError(f"run {run['id']} of {path} finished; raise its budget to continue, e.g. "
-                       f"`evo resume {path} search.max_evaluations=5000`")
-    config = json.loads(run["config_json"])
-    c = config_from_dict(config, overrides or [])
-    from evo.preflight import preflight
-    preflight(c, needs_llm=True)
-    if overrides:
-        with archive.transaction():
-            archive.db.conn.execute("update runs set config_json = ? where id = ?",
-                                    [json.dumps(as_dict(c), sort_keys=True), run["id"]])
-    return _start(c, archive, run["id"], log, **kw)
-
-
-def config_from_dict(config: dict, overrides: list[str]) -> EvoConfig:
-    from omegaconf import OmegaConf
-    from evo.config import EvoConfig as Schema
-    try:
-        cfg = OmegaConf.merge(OmegaConf.structured(Schema), config, OmegaConf.from_dotlist(overrides))
-    except Exception as e:
-        raise ConfigError(f"cannot use the stored or given configuration: {str(e).splitlines()[0]}") from None
-    return validate(cfg)
-
-
-def resume_cli(argv: list[str]) -> None:
-    import argparse
-    p = argparse.ArgumentParser(prog="evo resume", description="Continue a stopped (or killed) search where it "
-                                "stopped. Overrides (key=value) change the stored configuration, e.g. the budget.")
-    p.add_argument("archive", help="the search's SQLite archive")
-    p.add_argument("--run", type=int, default=None, help="run id (default: the last search run)")
-    p.add_argument("overrides", nargs="*", help="e.g. search.max_evaluations=5000")
-    a = p.parse_args(argv)
-    resume(a.archive, a.run, overrides=a.overrides)

@@ -1,8 +1,11 @@
-"""Result records that cross the process boundary (plain, frozen, JSON-able)."""
+"""Result records: what the compile stage, the GPU workers and the evaluator produce (plain, frozen,
+JSON-able where they cross a process boundary), and what the search keeps of an evaluation."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import Enum
+
+from evo.core.shapes import Shape
 
 
 class Status(str, Enum):
@@ -117,8 +120,83 @@ class Peaks:
         return max(flops / (self.tflops * 1e12), min_bytes / (self.bandwidth_gbs * 1e9)) * 1e3
 
 
-class ContextLost(Exception):
-    """Worker side: the CUDA context is unusable after a fault; report `result`, then restart."""
+@dataclass(frozen=True)
+class Resources:
+    registers: int = 0
+    smem_static: int = 0  # bytes of static shared memory
+    stack: int = 0  # bytes of stack frame
+    spill_stores: int = 0
+    spill_loads: int = 0
+    barriers: int = 0
 
-    def __init__(self, result: KernelResult):
-        self.result = result
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    status: str  # "ok" | "error" | "timeout"
+    key: str
+    cubin: bytes | None = field(default=None, repr=False)
+    resources: Resources | None = None
+    log: str = ""  # trimmed compiler output (errors and warnings)
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    kernel_id: str
+    shape: Shape
+    status: Status
+    error: str = ""
+    timings: tuple[Timing, ...] = ()
+    mode: str = "rotating"
+    best_library: str | None = None
+    best_library_ms: float | None = None
+    library_ms: dict = field(default_factory=dict)
+    roofline_floor_ms: float | None = None
+    max_rel_err: float | None = None
+    resources: Resources | None = None
+    backend: str = "gpu"
+    gpu: str = ""
+    launch: dict | None = None
+    id: int | None = None  # archive row
+
+    @property
+    def timing(self) -> Timing | None:
+        return next((t for t in self.timings if t.mode == self.mode), None)
+
+    @property
+    def time_ms(self) -> float | None:
+        t = self.timing
+        return t.median_ms if t else None
+
+    @property
+    def speedup(self) -> float | None:
+        return self.best_library_ms / self.time_ms if self.ok and self.best_library_ms and self.time_ms else None
+
+    @property
+    def roofline_fraction(self) -> float | None:
+        return self.roofline_floor_ms / self.time_ms if self.ok and self.roofline_floor_ms and self.time_ms else None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the search keeps of an evaluation (rebuilt from the archive on resume)."""
+    status: Status
+    speedup: float | None
+    time_ms: float | None
+    error: str = ""
+
+    @staticmethod
+    def of(e: "Evaluation") -> "Outcome":
+        return Outcome(e.status, e.speedup, e.time_ms, e.error)

@@ -9,7 +9,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from evo.errors import ShapeError
+from evo.core.errors import ShapeError
 
 #: FLOP buckets used in every report: (label, low inclusive, high exclusive), in FLOP.
 BUCKETS: tuple[tuple[str, float, float], ...] = (

@@ -16,42 +16,14 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from evo.errors import CompileToolError
+from evo.core.errors import CompileToolError
+from evo.core.records import CompileResult, Resources
 
 DEFAULT_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-Xptxas", "-v")
 MAX_LOG_CHARS = 4000
-
-
-@dataclass(frozen=True)
-class Resources:
-    registers: int = 0
-    smem_static: int = 0  # bytes of static shared memory
-    stack: int = 0  # bytes of stack frame
-    spill_stores: int = 0
-    spill_loads: int = 0
-    barriers: int = 0
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class CompileResult:
-    status: str  # "ok" | "error" | "timeout"
-    key: str
-    cubin: bytes | None = field(default=None, repr=False)
-    resources: Resources | None = None
-    log: str = ""  # trimmed compiler output (errors and warnings)
-    seconds: float = 0.0
-    cached: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
 
 
 @lru_cache(maxsize=None)

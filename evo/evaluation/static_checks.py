@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evo.errors import DeclarationError
-from evo.kernel import ENTRY_POINT, parse_declaration
+from evo.core.errors import DeclarationError
+from evo.core.kernel import ENTRY_POINT, parse_declaration
 
 ALLOWED_INCLUDES = frozenset({
     "cuda.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_runtime.h", "cuda_fp8.h", "mma.h",

@@ -13,7 +13,7 @@ The launch declaration is a set of comment lines, each `// @evo key = value`:
     // @evo requires = K % 8 == 0                        a supported-shape condition (repeatable)
     // @evo tma      = A box(64, 128) swizzle(128)       a TMA tensor map over A, B or C (repeatable)
 
-Expressions are parsed by `evo.expr` (never `eval`). A tensor map over a row-major operand
+Expressions are parsed by `evo.core.expr` (never `eval`). A tensor map over a row-major operand
 X[rows, cols] has dimensions (cols, rows), innermost first; `box(inner, outer)` is its box in
 elements and `swizzle` its shared-memory swizzle in bytes (0, 32, 64 or 128).
 """
@@ -24,9 +24,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from evo.errors import DeclarationError
-from evo.expr import Expr, ExprError
-from evo.shapes import Shape
+from evo.core.errors import DeclarationError
+from evo.core.expr import Expr, ExprError
+from evo.core.shapes import Shape
 
 ENTRY_POINT = "hgemm"
 VARIABLES = frozenset({"M", "N", "K", "num_sms"})

@@ -1,0 +1,48 @@
+"""The argparse commands: `evo resume`, `evo export`, `evo report` (thin layers over the library)."""
+from __future__ import annotations
+
+import argparse
+
+from evo.core.version import VERSION
+
+
+def _parser(prog: str, description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--version", action="version", version=f"evo {VERSION}")
+    return p
+
+
+def resume_cli(argv: list[str]) -> None:
+    from evo.search import resume
+    p = _parser("evo resume", "Continue a stopped (or killed) search where it stopped, making the same decisions "
+                "an uninterrupted run would have made. Overrides (key=value) change the stored configuration, "
+                "e.g. raise the budget of a finished run.")
+    p.add_argument("archive", help="the search's SQLite archive")
+    p.add_argument("--run", type=int, default=None, help="run id (default: the last search run)")
+    p.add_argument("overrides", nargs="*", help="e.g. search.max_evaluations=5000")
+    a = p.parse_args(argv)
+    resume(a.archive, a.run, overrides=a.overrides)
+
+
+def export_cli(argv: list[str]) -> None:
+    from evo.export import export
+    p = _parser("evo export", "Write the best kernel per shape of a run as .cu files with a manifest.json (and "
+                "cubins, where nvcc is present), ready for evo.dispatch or outside tools.")
+    p.add_argument("archive", help="the SQLite archive of a search or sweep")
+    p.add_argument("--run", type=int, default=None, help="run id (default: the last run)")
+    p.add_argument("--out", default="exported", help="output folder (default: exported/)")
+    p.add_argument("--no-cubins", action="store_true", help="do not compile cubins")
+    a = p.parse_args(argv)
+    export(a.archive, a.out, run_id=a.run, with_cubins=not a.no_cubins)
+
+
+def report_cli(argv: list[str]) -> None:
+    from evo.report import report
+    p = _parser("evo report", "One self-contained HTML file (plots embedded) plus the PNGs, to understand a run: "
+                "speedups by bucket and shape, best so far per island, operator probabilities, coverage, failures. "
+                "Needs the report extra (matplotlib, Jinja2).")
+    p.add_argument("archive", help="the SQLite archive")
+    p.add_argument("--run", type=int, default=None, help="run id (default: the last run)")
+    p.add_argument("--out", default=None, help="output folder (default: next to the archive)")
+    a = p.parse_args(argv)
+    report(a.archive, run_id=a.run, out=a.out)

@@ -1,0 +1,243 @@
+"""The Hydra commands (`run`, `bench`, `sweep`, `selftest`): composing `evo.conf`, one-line
+errors for bad overrides, our own `--help`, and multirun with one archive per job."""
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+from omegaconf import DictConfig, OmegaConf
+
+from evo.config import EvoConfig, register_configs, validate
+from evo.cli.main import fail
+from evo.core.errors import ConfigError, EvoError
+
+log = logging.getLogger(__name__)
+CONF_DIR = str(resources.files("evo.conf"))
+MULTIRUN = ("-m", "--multirun")
+
+
+@dataclass(frozen=True)
+class CommandHelp:
+    summary: str
+    options: tuple[tuple[str, str], ...]
+    examples: tuple[str, ...]
+
+
+HELP = {
+    "run": CommandHelp(
+        "Run the evolutionary search: islands of kernels mutated by structural and LLM operators, every child "
+        "compiled, checked and timed beside the libraries; the best kernel per shape and the whole state go "
+        "into one SQLite archive (resume with `evo resume ARCHIVE`).",
+        (("shapes=NAME", "shape set: smoke, grid125, cuda_l2, llm_layers, inline (with shapes.list=[MxNxK,...])"),
+         ("search.max_evaluations=N", "budget of (kernel, shape) evaluations"),
+         ("islands.n=N islands.population=N", "number and size of the islands"),
+         ("llm=auto|none|anthropic|replay", "LLM operators (auto: on when ANTHROPIC_API_KEY is set)"),
+         ("evaluator=gpu|simulated", "the GPU, or the CPU test double (modelled times, never measurements)"),
+         ("archive.path=FILE", "the SQLite archive (default runs/evo.sqlite)"),
+         ("+experiment=quick|long|...", "a preset")),
+        ("evo run +experiment=quick", "evo run shapes=llm_layers archive.path=runs/llama.sqlite",
+         "evo run -m islands.tournament=2,3   # one archive per job")),
+    "bench": CommandHelp(
+        "Time torch.matmul, cuBLASLt (heuristic and autotuned) and any given kernels side by side on a shape "
+        "set, with the roofline floor from the peaks measured at start.",
+        (("shapes=NAME", "shape set"), ("kernels=[a.cu,b.cu]", "kernel files to time beside the libraries"),
+         ("evaluator.modes=[rotating,hot,server]", "timing modes")),
+        ("evo bench shapes=grid125",)),
+    "sweep": CommandHelp(
+        "Evaluate the seed families' configurations on a shape set: each family's shortlist, a seeded random "
+        "sample, or the whole genome; the baseline a search must beat at equal budget.",
+        (("family=simt|ampere|hopper", "one family (default: all)"),
+         ("sweep.sample=shortlist|random|exhaustive", "how configurations are chosen"),
+         ("sweep.budget=N", "configurations per shape"), ("shapes=NAME", "shape set")),
+        ("evo sweep shapes=smoke sweep.sample=shortlist sweep.budget=24",)),
+    "selftest": CommandHelp(
+        "Run deliberately bad kernels (hangs, faults, out-of-bounds writes, wrong results, fp16 accumulation) "
+        "through the evaluator on this GPU: each must be caught, and a good kernel after each must still pass.",
+        (("evaluator=gpu|simulated", "where to run"), ("archive.path=FILE", "where the evaluations are recorded")),
+        ("evo selftest",)),
+}
+
+
+def _first_line(e: BaseException) -> str:
+    """One line out of Hydra's and OmegaConf's multi-line errors (and their causes)."""
+    texts: list[str] = []
+    cause: BaseException | None = e
+    while cause is not None and len(texts) < 4:
+        texts.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    lines = [ln.strip() for t in texts for ln in t.splitlines() if ln.strip()]
+    if not lines:
+        return type(e).__name__
+    msg = lines[0]
+    if "Could not find" in msg:  # unknown option of a group: list what exists
+        raw = texts[0].splitlines()
+        start = next((i for i, ln in enumerate(raw) if ln.startswith("Available options")), None)
+        opts = []
+        for ln in raw[start + 1:] if start is not None else []:
+            if not ln.startswith((" ", "\t")) or not ln.strip():
+                break
+            if not ln.strip().startswith("base_"):
+                opts.append(ln.strip())
+        msg = msg.replace("In 'config': ", "")
+        return f"{msg} (available: {', '.join(opts)})" if opts else msg
+    for detail in lines[1:]:
+        if detail.startswith(("Key '", "Value '", "Cannot", "Invalid", "Error")) and detail not in msg:
+            return f"{msg} {detail}"
+    return msg
+
+
+def compose(overrides: list[str]) -> tuple[EvoConfig, DictConfig]:
+    """Compose evo.conf with overrides, as `evo run` would; raises ConfigError with one clear line."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+            cfg = hydra_compose(config_name="config", overrides=list(overrides))
+    except Exception as e:  # hydra and omegaconf raise many types; all mean a bad override
+        raise ConfigError(_first_line(e)) from None
+    return validate(cfg), cfg
+
+
+def _first_choices(overrides: list[str]) -> list[str]:
+    """A multirun's overrides with each sweep (a,b,c or range(...)) replaced by its first value."""
+    out = []
+    for o in overrides:
+        key, eq, value = o.partition("=")
+        if eq and not value.startswith(("[", "{", "'", '"')) and "," in value:
+            value = value.split(",")[0]
+        m = re.fullmatch(r"range\((-?\d+).*\)", value) if eq else None
+        out.append(f"{key}={m.group(1)}" if m else f"{key}{eq}{value}")
+    return out
+
+
+def group_options() -> dict[str, list[str]]:
+    """The options of each config group (the internal `base_*` schemas left out)."""
+    root = Path(CONF_DIR)
+    return {d.name: sorted(p.stem for p in d.glob("*.yaml") if not p.stem.startswith("base_"))
+            for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith("_")}
+
+
+def help_text(name: str, overrides: list[str]) -> str:
+    h = HELP[name]
+    lines = [f"usage: evo {name} [-q|-v] [-m] [key=value ...]", "", h.summary, "", "main options:"]
+    width = max(len(k) for k, _ in h.options)
+    lines += [f"  {k:<{width}}  {v}" for k, v in h.options]
+    lines += ["", "config groups (group=option):"]
+    lines += [f"  {g:<11} {', '.join(opts)}" for g, opts in group_options().items()]
+    lines += ["", "examples:"] + [f"  {e}" for e in h.examples]
+    lines += ["", "Hydra: --cfg job shows the composed configuration, -m runs a sweep, --hydra-help for more.",
+              "", "configuration with these overrides:"]
+    try:
+        _, cfg = compose(_first_choices(overrides))
+        lines.append(OmegaConf.to_yaml(cfg).rstrip())
+    except EvoError as e:
+        lines.append(f"  (cannot compose: {e})")
+    return "\n".join(lines)
+
+
+@dataclass
+class JobOutcome:
+    number: int
+    overrides: str
+    archive: str
+    result: str
+    ok: bool
+
+
+def _tasks() -> dict[str, Callable[[EvoConfig, DictConfig], Any]]:
+    def run(c, raw):
+        from evo.search import run_search
+        r = run_search(c, raw)
+        return f"run {r.run_id}: {r.reason}"
+
+    def bench(c, raw):
+        from evo.search.bench import run_bench
+        return f"{len(run_bench(c, raw))} rows"
+
+    def sweep(c, raw):
+        from evo.search.sweep import run_sweep
+        s = run_sweep(c, raw)
+        overall = next((r for r in s["summary"] if r["bucket"] == "all"), {})
+        g = overall.get("geomean_speedup")
+        return f"run {s['run_id']}: geomean speedup {g:.3f}" if g else f"run {s['run_id']}"
+
+    def selftest(c, raw):
+        from evo.search import run_selftest_session
+        rows = run_selftest_session(c, raw)
+        failed = [r for r in rows if not r["pass"]]
+        if failed:
+            raise EvoError(f"self-test: {len(failed)} of {len(rows)} cases not caught as expected")
+        return f"{len(rows)}/{len(rows)} as expected"
+
+    return {"run": run, "bench": bench, "sweep": sweep, "selftest": selftest}
+
+
+def hydra_command(name: str, argv: list[str]) -> None:
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    if any(a in ("-h", "--help") for a in argv):
+        print(help_text(name, [a for a in argv if not a.startswith("-")]))
+        return
+    multirun = any(a in MULTIRUN for a in argv)
+    plain = [a for a in argv if not a.startswith("-")]
+    if not any(a.startswith("-") for a in argv if a not in MULTIRUN):  # reject mistakes in one line
+        compose(_first_choices(plain) if multirun else plain)
+    register_configs()
+    task = _tasks()[name]
+    outcomes: list[JobOutcome] = []
+    saved_argv = sys.argv
+    sys.argv = [f"evo {name}"] + argv
+
+    @hydra.main(version_base=None, config_path=CONF_DIR, config_name="config")
+    def app(cfg: DictConfig) -> None:
+        c = validate(cfg)
+        hc = HydraConfig.get()
+        if hc.mode != RunMode.MULTIRUN:
+            try:
+                result = task(c, cfg)
+            except EvoError as e:
+                fail(str(e))
+            except KeyboardInterrupt:
+                fail("interrupted: the archive holds everything finished so far; `evo resume` continues a search",
+                     130)
+            log.info(f"{name}: {result}")
+            return
+        # one archive per job, in the job's own output directory
+        job_dir = Path(hc.runtime.output_dir)
+        job_dir.mkdir(parents=True, exist_ok=True)
+        c.archive.path = str(job_dir / Path(c.archive.path).name)
+        cfg.archive.path = c.archive.path
+        label = " ".join(hc.overrides.task) or "(defaults)"
+        log.info(f"--- job {hc.job.num}: {label} -> {c.archive.path}")
+        try:
+            outcomes.append(JobOutcome(hc.job.num, label, c.archive.path, str(task(c, cfg)), True))
+        except EvoError as e:
+            log.error(f"job {hc.job.num} failed: {e}")
+            outcomes.append(JobOutcome(hc.job.num, label, c.archive.path, f"failed: {e}", False))
+
+    try:
+        app()
+    finally:
+        sys.argv = saved_argv
+    if multirun:
+        _multirun_summary(outcomes)
+
+
+def _multirun_summary(outcomes: list[JobOutcome]) -> None:
+    from tabulate import tabulate
+    if not outcomes:
+        return
+    table = tabulate([(o.number, o.overrides, o.archive, o.result) for o in outcomes],
+                     headers=["job", "overrides", "archive", "result"])
+    print(f"\n{len(outcomes)} jobs:\n{table}")
+    if not all(o.ok for o in outcomes):
+        raise EvoError(f"{sum(not o.ok for o in outcomes)} of {len(outcomes)} jobs failed")

@@ -1,0 +1,108 @@
+"""One way to start a recorded session, shared by `run`, `resume`, `sweep`, `bench` and `selftest`.
+
+    with recorded_session(c, kind="sweep") as s:   # preflight, archive, run record, log file, evaluator
+        ... s.archive, s.run_id, s.evaluator ...
+    # -> the run's status is "finished", "stopped" (Ctrl-C) or "failed" (any other exception)
+
+Preflight checks (nvcc, a GPU, an API key, a replay archive) run before the run is recorded, so a
+machine that cannot do the work leaves no run behind. Every session writes a log file beside the
+archive (`runs/evo.sqlite` -> `runs/evo.run3.log`), worker processes' messages included.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from evo.archive import Archive
+from evo.config import EvoConfig, as_dict
+from evo.core.errors import ConfigError, GpuUnavailable
+from evo.evaluation.compiler import nvcc_version
+from evo.evaluation.evaluator import Evaluator
+from evo.evaluation.pool import visible_gpus
+
+log = logging.getLogger(__name__)
+LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+
+
+def preflight(c: EvoConfig, *, needs_llm: bool = False) -> None:
+    """Raise a one-line error for a missing GPU, nvcc, API key or replay archive."""
+    nvcc_version()  # CompileToolError with what to do when nvcc is missing
+    if c.evaluator.backend == "gpu" and not visible_gpus():
+        raise GpuUnavailable("no NVIDIA GPU is visible here: run on a GPU machine, or use evaluator=simulated "
+                             "for a dry run with modelled (not measured) times")
+    if needs_llm:
+        if c.llm.backend == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
+            raise ConfigError("llm=anthropic needs ANTHROPIC_API_KEY in the environment (or use llm=none)")
+        if c.llm.backend == "replay" and not Path(c.llm.replay_from or "").is_file():
+            raise ConfigError(f"llm.replay_from={c.llm.replay_from}: no such archive")
+
+
+def run_log_path(archive_path: str | Path, run_id: int) -> Path:
+    """The log file of one run, beside its archive."""
+    p = Path(archive_path)
+    return p.with_name(f"{p.stem}.run{run_id}.log")
+
+
+@contextlib.contextmanager
+def run_log(archive_path: str | Path, run_id: int) -> Iterator[Path]:
+    """Copy every `evo` log record (INFO and above) into the run's log file while the block runs."""
+    path = run_log_path(archive_path, run_id)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger("evo")
+    root.addHandler(handler)
+    if root.getEffectiveLevel() > logging.INFO:  # quiet on the terminal, complete in the file
+        root.setLevel(logging.INFO)
+    try:
+        yield path
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+@dataclass
+class Session:
+    config: EvoConfig
+    archive: Archive
+    run_id: int
+    evaluator: Evaluator
+    log_path: Path
+
+
+@contextlib.contextmanager
+def recorded_session(c: EvoConfig, *, kind: str, raw_config: dict | None = None, needs_llm: bool = False,
+                     resume_run: int | None = None) -> Iterator[Session]:
+    """Preflight, open the archive, record the run (or take up `resume_run`), start the evaluator;
+    on leaving, record the run's final status and stop the workers."""
+    preflight(c, needs_llm=needs_llm)
+    archive = Archive.open(c.archive.path, create=resume_run is None)
+    if resume_run is None:
+        run_id = archive.start_run(kind=kind, config=raw_config or as_dict(c), seed=c.search.seed,
+                                   backend=c.evaluator.backend)
+    else:
+        run_id = resume_run
+    with contextlib.closing(archive), run_log(archive.path, run_id) as log_path:
+        log.info(f"{kind} run {run_id} in {archive.path} (log: {log_path})")
+        evaluator = None
+        try:
+            evaluator = Evaluator(c.evaluator, archive=archive, run_id=run_id)
+            evaluator.start()
+            if c.evaluator.backend == "simulated":
+                log.warning("evaluator=simulated: every time is MODELLED by the CPU test double, not measured")
+            archive.set_run_status(run_id, "running")
+            yield Session(c, archive, run_id, evaluator, log_path)
+            archive.set_run_status(run_id, "finished")
+        except KeyboardInterrupt:
+            archive.set_run_status(run_id, "stopped")
+            raise
+        except BaseException:
+            archive.set_run_status(run_id, "failed")
+            raise
+        finally:
+            if evaluator is not None:
+                evaluator.close()

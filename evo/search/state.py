@@ -1,0 +1,39 @@
+"""The search's own state: a planned child, and the counters saved with every generation."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from evo.core.kernel import Candidate
+from evo.core.shapes import Shape
+
+
+@dataclass
+class Plan:
+    """A child to evaluate, and who made it."""
+    island: int
+    operator: str
+    candidate: Candidate | None
+    shape: Shape
+    parent_fitness: float | None
+    context: str
+    failure: str = ""  # why the operator produced no candidate
+    parents: list = field(default_factory=list)
+
+
+@dataclass
+class SearchState:
+    generation: int = 0
+    spent: int = 0  # (kernel, shape) evaluations made by this run
+    elapsed_s: float = 0.0
+    failures: Counter = field(default_factory=Counter)
+    stalled: int = 0  # generations in a row without a new evaluation
+
+    def to_json(self) -> dict:
+        return {"generation": self.generation, "spent": self.spent, "elapsed_s": self.elapsed_s,
+                "failures": dict(self.failures), "stalled": self.stalled}
+
+    @staticmethod
+    def from_json(d: dict) -> "SearchState":
+        return SearchState(d["generation"], d["spent"], d["elapsed_s"], Counter(d.get("failures", {})),
+                           d.get("stalled", 0))
