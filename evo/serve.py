@@ -8,49 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from evo.archive.datasette import metadata
 from evo.core.errors import EvoError
-
-TABLES = {
-    "runs": "One row per search, sweep or bench, with its full configuration.",
-    "kernels": "Every candidate kernel: CUDA source, content hash, family, template parameters, operator, parents.",
-    "evaluations": "One row per (kernel, shape) evaluation: status, error, times, speedup, roofline fraction, backend.",
-    "baselines": "Library times (torch.matmul, cuBLASLt heuristic/autotuned) per GPU, shape and timing mode.",
-    "elites": "MAP-Elites cells: the fastest correct kernel per shape of each run.",
-    "elite_history": "Every improvement of a cell, with the number of evaluations spent so far.",
-    "llm_calls": "Every LLM call: prompt, response, tokens, cost, latency, outcome and the kernel it produced.",
-    "compiles": "nvcc results: status, trimmed log, registers, shared memory, spills, stack.",
-    "policy_state": "The operator probabilities per context after each generation.",
-}
-COLUMNS = {
-    "evaluations": {"status": "ok, incorrect, fault, timeout, ... (see evo/evaluation/records.py)",
-                    "speedup": "best library time / kernel time, same GPU and timing mode",
-                    "backend": "gpu (measured) or simulated (the CPU test double: modelled, not measured)",
-                    "mode": "rotating (cold inputs), hot (same buffers) or server (isolated launches)"},
-}
-QUERIES = {
-    "elites": {"title": "Best kernel per shape", "sql":
-               "select c.run_id, c.cell, c.kernel_id, c.time_ms, c.speedup, v.best_library, v.roofline_fraction, "
-               "k.family, k.operator from elites c join evaluations v on v.id = c.evaluation_id "
-               "join kernels k on k.id = c.kernel_id order by c.run_id, c.M * c.N * c.K"},
-    "failures": {"title": "Failures by cause and operator", "sql":
-                 "select run_id, status, operator, count(*) as n from evaluations where status != 'ok' "
-                 "group by run_id, status, operator order by n desc"},
-    "llm_cost": {"title": "LLM calls, tokens and cost", "sql":
-                 "select run_id, operator, outcome, count(*) as calls, sum(input_tokens) as input_tokens, "
-                 "sum(output_tokens) as output_tokens, round(sum(cost_usd), 4) as cost_usd "
-                 "from llm_calls group by run_id, operator, outcome"},
-    "lineage": {"title": "Parents of a kernel", "sql":
-                "select l.child, l.parent, l.operator, k.family from lineage l join kernels k on k.id = l.parent "
-                "where l.child = :kernel_id"},
-}
-
-
-def metadata(db_name: str) -> dict:
-    tables = {t: {"description": d} for t, d in TABLES.items()}
-    for t, cols in COLUMNS.items():
-        tables[t]["columns"] = cols
-    return {"title": "evo archive", "description": "Kernels, evaluations and baselines of an evo search (read-only).",
-            "databases": {db_name: {"tables": tables, "queries": QUERIES}}}
 
 
 def command(path: str, port: int, meta_path: str) -> list[str]:

@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
+from evo.cli.terminal import fail
 from evo.config import EvoConfig, register_configs, validate
-from evo.cli.main import fail
 from evo.core.errors import ConfigError, EvoError
 
 log = logging.getLogger(__name__)

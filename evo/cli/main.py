@@ -4,42 +4,25 @@ from __future__ import annotations
 import logging
 import sys
 
+from evo.cli.terminal import configure_logging, fail
 from evo.core.errors import EvoError
 from evo.core.version import VERSION
 
+USAGE = """The `evo` command line: a thin layer that turns arguments into library calls.
+
+    evo run [overrides]        the search (a Hydra application: --help, --cfg job, -m for multirun)
+    evo resume ARCHIVE         continue the last unfinished search run of an archive
+    evo bench [overrides]      time the libraries (and given kernels) on a shape set
+    evo sweep [overrides]      evaluate the families' configurations: shortlist, random or exhaustive
+    evo selftest [overrides]   run deliberately bad kernels: each must be caught on this GPU
+    evo archive ...            browse an archive (evo archive --help)
+    evo export ARCHIVE         write the best kernel per shape, a manifest and the cubins
+    evo report ARCHIVE         one HTML file with the plots of a run
+
+Options before or after the command: -q/--quiet (warnings and results only), -v/--verbose
+(debug messages), --version. Every run also writes a complete log beside its archive."""
 HYDRA_COMMANDS = ("run", "bench", "sweep", "selftest")
 QUIET, VERBOSE = ("-q", "--quiet"), ("-v", "--verbose")
-
-
-class _TerminalFormatter(logging.Formatter):
-    """Messages as they are; warnings and errors say so; worker messages name their GPU."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = record.getMessage()
-        if record.levelno >= logging.WARNING:
-            text = f"{record.levelname.lower()}: {text}"
-        elif record.levelno < logging.INFO:
-            text = f"[{record.name}] {text}"
-        return text
-
-
-def configure_logging(level: int) -> None:
-    """evo's messages to stderr at `level`; a run adds its own log file (see evo.search.session)."""
-    root = logging.getLogger("evo")
-    for h in [h for h in root.handlers if getattr(h, "_evo_terminal", False)]:
-        root.removeHandler(h)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_TerminalFormatter())
-    handler.setLevel(level)
-    handler._evo_terminal = True  # type: ignore[attr-defined]
-    root.addHandler(handler)
-    root.setLevel(min(level, logging.INFO))
-    root.propagate = False
-
-
-def fail(message: str, code: int = 2) -> None:
-    print(f"evo: error: {message}", file=sys.stderr)
-    sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -54,8 +37,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"evo {VERSION}")
         return
     if not args or args[0] in ("-h", "--help", "help"):
-        from evo import cli
-        print((cli.__doc__ or "").strip())
+        print(USAGE)
         return
     configure_logging(level)
     command, rest = args[0], args[1:]

@@ -10,16 +10,23 @@ from __future__ import annotations
 import math
 import os
 import random
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import torch
 
+from evo.core.records import DeviceInfo
 from evo.evaluation.gpu_timing import launches_for, time_events, time_graph, time_server
 from evo.evaluation.tolerance import error_stats, verdict
 
 if TYPE_CHECKING:
-    from evo.evaluation.gpu_harness import GpuHarness
     from evo.evaluation.gpu_launch import LoadedKernel
+
+
+class Harness(Protocol):
+    """What the buffers need of the worker's harness: the device, its stream and clock reader."""
+    info: DeviceInfo
+    stream: Any
+    clock: Any
 
 GUARD_BYTES = 1 << 20
 GUARD_BYTE = 0xA5
@@ -58,7 +65,7 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 class TimingSets:
     """Buffer sets for timing: one for hot mode, enough for > 3x L2 in rotating and server modes."""
 
-    def __init__(self, harness: GpuHarness, M: int, N: int, K: int, modes: list[str]):
+    def __init__(self, harness: Harness, M: int, N: int, K: int, modes: list[str]):
         self.h = harness
         set_bytes = 2 * (M * K + K * N + M * N)
         rotating = any(m in ("rotating", "server") for m in modes)

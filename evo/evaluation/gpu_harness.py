@@ -16,11 +16,11 @@ import torch
 
 from evo.core.records import DeviceInfo, KernelResult, Status
 from evo.evaluation import gpu_baselines
+from evo.evaluation.faults import ContextLost
 from evo.evaluation.gpu_buffers import Guarded, TimingSets, fresh_generator, reference
 from evo.evaluation.gpu_launch import CudaError, LoadedKernel, synchronize
 from evo.evaluation.gpu_timing import ClockReader
 from evo.evaluation.tolerance import error_stats, verdict
-from evo.evaluation.worker import ContextLost
 
 
 class GpuHarness:

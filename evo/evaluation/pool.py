@@ -58,10 +58,10 @@ class _Worker:
         if not self.conn.poll(start_timeout_s):
             self.kill()
             raise GpuUnavailable(f"the worker for GPU {device} did not start within {start_timeout_s:g} s")
-        try:
-            msg = self.conn.recv()
-        except (EOFError, OSError):
-            msg = {"type": "startup_error", "error": f"the process exited with code {self.proc.exitcode}"}
+        msg = self.receive()
+        while msg.get("type") == "log":
+            msg = self.receive() if self.conn.poll(start_timeout_s) else {"type": "startup_error",
+                                                                          "error": "no answer after its start"}
         if msg["type"] != "ready":
             self.kill()
             raise GpuUnavailable(f"the worker for GPU {device} could not start: {msg.get('error')}\n{msg.get('trace', '')}")
@@ -70,6 +70,16 @@ class _Worker:
         self.job_id = 0
         self.deadline = 0.0
         self.stage = ""
+
+    def receive(self) -> dict:
+        """The next message; log records are passed to this process's log on the way."""
+        try:
+            msg = self.conn.recv()
+        except (EOFError, OSError):
+            return {"type": "startup_error", "error": f"the process exited with code {self.proc.exitcode}"}
+        if msg.get("type") == "log":
+            relay(msg, self.device)
+        return msg
 
     def kill(self) -> None:
         if self.proc.is_alive():
@@ -174,6 +184,9 @@ class WorkerPool:
                                                           f"(exit code {w.proc.exitcode})", w.info)
                         self._restart(i, "its process died")
                         continue
+                    if msg.get("type") == "log":
+                        relay(msg, w.device)
+                        continue
                     if msg.get("id") != w.job_id:
                         continue  # a late message of a job already given up on
                     if msg["type"] == "progress":
@@ -205,6 +218,11 @@ class WorkerPool:
         """Run one request on every worker; replies by device."""
         jobs = [Job(request, tag=w.device, device=w.device) for w in self.start()._workers]
         return {job.tag: reply for job, reply in self.run(jobs)}
+
+
+def relay(msg: dict, device: str) -> None:
+    """A worker's log record, logged here under its own logger name, tagged with its GPU."""
+    logging.getLogger(msg["name"]).log(msg["level"], f"[GPU {device}] {msg['message']}")
 
 
 def _failure(status: Status, error: str, info: DeviceInfo) -> dict:

@@ -23,7 +23,7 @@ from evo.core.records import (
     Timing,
 )
 from evo.core.shapes import Shape
-from evo.evaluation.worker import ContextLost
+from evo.evaluation.faults import ContextLost
 
 PEAKS = Peaks(tflops=790.0, bandwidth_gbs=4300.0, backend="simulated")
 LIBRARY_EFFICIENCY = {"<1 GFLOP": 0.13, "1-10 GFLOP": 0.59, "10-100 GFLOP": 0.74, "0.1-1 TFLOP": 0.82,

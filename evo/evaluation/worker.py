@@ -2,30 +2,44 @@
 
 Messages in:  {"op": "evaluate" | "peaks" | "exit", "id": ..., ...}
 Messages out: {"type": "ready", "info": DeviceInfo} once, then for each request any number of
-{"type": "progress", "id", "stage"} and one {"type": "result", "id", ...}. After a fault the
-worker answers, then exits: its CUDA context cannot be trusted any more.
+{"type": "progress", "id", "stage"} and one {"type": "result", "id", ...}; at any time
+{"type": "log", "level", "name", "message"} carries a log record to the parent's log. After a fault
+the worker answers, then exits: its CUDA context cannot be trusted any more.
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import traceback
 from dataclasses import asdict
 
-from evo.core.records import KernelResult
+from evo.evaluation.faults import ContextLost
 
 
-class ContextLost(Exception):
-    """Raised by a harness: the CUDA context is unusable after a fault; report `result`, then exit."""
+class PipeLogHandler(logging.Handler):
+    """Sends this process's `evo` log records to the parent, which logs them as its own."""
 
-    def __init__(self, result: KernelResult):
-        super().__init__(result.error)
-        self.result = result
+    def __init__(self, conn) -> None:
+        super().__init__(logging.DEBUG)
+        self.conn = conn
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.conn.send({"type": "log", "level": record.levelno, "name": record.name,
+                            "message": record.getMessage()})
+        except Exception:  # the parent is gone: nobody to tell
+            pass
 
 
 def worker_main(conn, device: str, backend: str = "gpu") -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(device)  # before CUDA is initialised in this process
     os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
+    root = logging.getLogger("evo")
+    root.addHandler(PipeLogHandler(conn))
+    root.setLevel(logging.DEBUG)
+    root.propagate = False
+    log = logging.getLogger(__name__)
     try:
         if backend == "simulated":
             from evo.evaluation.simulated import SimulatedHarness
@@ -36,6 +50,7 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
     except Exception as e:
         conn.send({"type": "startup_error", "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()})
         return
+    log.info(f"worker ready on {harness.info.name} (pid {os.getpid()})")
     conn.send({"type": "ready", "info": asdict(harness.info)})
     while True:
         try:
@@ -45,6 +60,7 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
         op, rid = msg.get("op"), msg.get("id")
         if op == "exit":
             return
+        log.debug(f"request {rid}: {op} {msg.get('shape', '')}")
 
         def progress(stage: str) -> None:
             conn.send({"type": "progress", "id": rid, "stage": stage})
