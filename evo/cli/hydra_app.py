@@ -236,8 +236,10 @@ def _multirun_summary(outcomes: list[JobOutcome]) -> None:
     from tabulate import tabulate
     if not outcomes:
         return
-    table = tabulate([(o.number, o.overrides, o.archive, o.result) for o in outcomes],
-                     headers=["job", "overrides", "archive", "result"])
+    common = set.intersection(*(set(o.overrides.split()) for o in outcomes)) if len(outcomes) > 1 else set()
+    swept = [" ".join(x for x in o.overrides.split() if x not in common) or "(defaults)" for o in outcomes]
+    table = tabulate([(o.number, s, o.archive, o.result) for o, s in zip(outcomes, swept)],
+                     headers=["job", "swept", "archive", "result"])
     print(f"\n{len(outcomes)} jobs:\n{table}")
     if not all(o.ok for o in outcomes):
         raise EvoError(f"{sum(not o.ok for o in outcomes)} of {len(outcomes)} jobs failed")

@@ -1,0 +1,52 @@
+"""The command line as a user runs it: the per-run log file (worker messages included), quiet and
+verbose, and Hydra multirun with one archive per job. Simulated evaluator, real nvcc."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from evo.archive import Archive
+
+SMALL = ["evaluator=simulated", "llm=none", "search.max_evaluations=6", "islands.n=1", "islands.population=2",
+         "search.children_per_island=2", "shapes=inline", "shapes.list=[64x64x64]", "evaluator.timeout_s=20"]
+
+
+def evo(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "evo", *args], capture_output=True, text=True, timeout=300,
+                          cwd=cwd)
+
+
+def test_a_run_writes_its_log_beside_the_archive_with_worker_messages(tmp_path):
+    out = evo("run", *SMALL, f"archive.path={tmp_path / 'a.sqlite'}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    log = (tmp_path / "a.run1.log").read_text()
+    assert "[GPU sim0] worker ready on SIMULATED H200" in log  # from the worker process
+    assert "gen   0 |" in log and "stopped: evaluation budget reached" in log
+    assert "MODELLED by the CPU test double" in log
+    assert "gen   0 |" in out.stderr  # the terminal shows the same by default
+
+
+def test_quiet_hides_progress_but_the_log_file_keeps_everything(tmp_path):
+    out = evo("-q", "run", *SMALL, f"archive.path={tmp_path / 'q.sqlite'}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "gen   0 |" not in out.stderr and "warning: evaluator=simulated" in out.stderr
+    assert "gen   0 |" in (tmp_path / "q.run1.log").read_text()
+
+
+def test_verbose_shows_debug_messages_from_the_workers(tmp_path):
+    out = evo("run", "-v", *SMALL, f"archive.path={tmp_path / 'v.sqlite'}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "[GPU sim0] request" in out.stderr
+
+
+def test_multirun_gives_one_archive_per_job_and_a_summary(tmp_path):
+    out = evo("run", "-m", "islands.tournament=1,2", *SMALL, "archive.path=runs.sqlite",
+              f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for job in (0, 1):
+        path = tmp_path / "sweep" / str(job) / "runs.sqlite"
+        runs = Archive.open(path, create=False).runs()
+        assert [r["status"] for r in runs] == ["finished"]
+        assert (tmp_path / "sweep" / str(job) / "runs.run1.log").is_file()
+    assert not (tmp_path / "runs.sqlite").exists()  # nothing written where the jobs would collide
+    assert "2 jobs:" in out.stdout and "islands.tournament=1" in out.stdout and "islands.tournament=2" in out.stdout
