@@ -37,7 +37,7 @@ QUERIES = {
 
 
 def metadata(db_name: str) -> dict:
-    tables = {t: {"description": d} for t, d in TABLES.items()}
+    tables: dict[str, dict] = {t: {"description": d} for t, d in TABLES.items()}
     for t, cols in COLUMNS.items():
         tables[t]["columns"] = cols
     return {"title": "evo archive", "description": "Kernels, evaluations and baselines of an evo search (read-only).",

@@ -4,7 +4,6 @@ from __future__ import annotations
 from enum import IntEnum
 
 from evo.archive.store import Archive, now
-
 from evo.core.records import Evaluation
 from evo.core.shapes import Shape
 

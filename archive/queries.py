@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 from evo.archive.store import Archive
-
 from evo.core.errors import ArchiveError
 from evo.core.shapes import Shape
 

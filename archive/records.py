@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from evo.archive.store import Archive, now
-
 from evo.core.kernel import Candidate
 from evo.core.records import CompileResult, DeviceInfo, Evaluation, LibraryResult, Peaks
 from evo.core.shapes import Shape

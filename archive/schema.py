@@ -5,7 +5,7 @@ newer evo (higher version) is refused; an older one is migrated when opened.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import sqlite_utils
 
@@ -13,60 +13,60 @@ Migration = Callable[[sqlite_utils.Database], None]
 
 
 def _v1_core(db: sqlite_utils.Database) -> None:
-    db["runs"].create({
+    db.table("runs").create({
         "id": int, "name": str, "kind": str, "status": str, "created_at": str, "updated_at": str,
         "config_json": str, "seed": int, "backend": str, "gpu": str, "host": str, "evo_version": str,
     }, pk="id")
-    db["kernels"].create({
+    db.table("kernels").create({
         "id": str, "source": str, "family": str, "params_json": str, "operator": str,
         "parents_json": str, "declaration_json": str, "run_id": int, "generation": int,
         "island": int, "created_at": str,
     }, pk="id")
-    db["lineage"].create({"child": str, "parent": str, "run_id": int, "operator": str},
+    db.table("lineage").create({"child": str, "parent": str, "run_id": int, "operator": str},
                          pk=("child", "parent"))
-    db["compiles"].create({
+    db.table("compiles").create({
         "key": str, "kernel_id": str, "status": str, "log": str, "registers": int, "smem_static": int,
         "stack": int, "spill_stores": int, "spill_loads": int, "seconds": float, "created_at": str,
     }, pk="key")
-    db["evaluations"].create({
+    db.table("evaluations").create({
         "id": int, "run_id": int, "kernel_id": str, "M": int, "N": int, "K": int, "status": str,
         "error": str, "mode": str, "time_ms": float, "spread": float, "samples_json": str,
         "clock_mhz": float, "throttled": int, "max_rel_err": float, "backend": str, "gpu": str,
         "best_library": str, "best_library_ms": float, "speedup": float, "roofline_fraction": float,
         "operator": str, "generation": int, "island": int, "launch_json": str, "created_at": str,
     }, pk="id")
-    db["evaluations"].create_index(["run_id", "M", "N", "K"])
-    db["evaluations"].create_index(["kernel_id"])
-    db["baselines"].create({
+    db.table("evaluations").create_index(["run_id", "M", "N", "K"])
+    db.table("evaluations").create_index(["kernel_id"])
+    db.table("baselines").create({
         "id": int, "gpu": str, "backend": str, "M": int, "N": int, "K": int, "mode": str,
         "library": str, "status": str, "error": str, "time_ms": float, "spread": float,
         "detail": str, "measured_at": str,
     }, pk="id")
-    db["baselines"].create_index(["gpu", "backend", "M", "N", "K", "mode", "library"], unique=True)
-    db["device_peaks"].create({
+    db.table("baselines").create_index(["gpu", "backend", "M", "N", "K", "mode", "library"], unique=True)
+    db.table("device_peaks").create({
         "gpu": str, "backend": str, "peak_tflops": float, "bandwidth_gbs": float, "num_sms": int,
         "l2_bytes": int, "measured_at": str,
     }, pk=("gpu", "backend"))
-    db["elites"].create({
+    db.table("elites").create({
         "run_id": int, "cell": str, "M": int, "N": int, "K": int, "kernel_id": str, "evaluation_id": int,
         "time_ms": float, "speedup": float, "updated_at": str,
     }, pk=("run_id", "cell"))
-    db["elite_history"].create({
+    db.table("elite_history").create({
         "id": int, "run_id": int, "cell": str, "kernel_id": str, "time_ms": float, "speedup": float,
         "evaluations_so_far": int, "at": str,
     }, pk="id")
-    db["llm_calls"].create({
+    db.table("llm_calls").create({
         "id": int, "run_id": int, "operator": str, "model": str, "prompt_hash": str, "system": str,
         "prompt": str, "response": str, "input_tokens": int, "output_tokens": int,
         "cache_read_tokens": int, "cache_write_tokens": int, "cost_usd": float, "latency_s": float,
         "outcome": str, "error": str, "kernel_id": str, "replayed": int, "created_at": str,
     }, pk="id")
-    db["llm_calls"].create_index(["prompt_hash"])
-    db["policy_state"].create({"id": int, "run_id": int, "generation": int, "state_json": str,
+    db.table("llm_calls").create_index(["prompt_hash"])
+    db.table("policy_state").create({"id": int, "run_id": int, "generation": int, "state_json": str,
                                "created_at": str}, pk="id")
-    db["island_state"].create({"run_id": int, "island": int, "generation": int, "population_json": str,
+    db.table("island_state").create({"run_id": int, "island": int, "generation": int, "population_json": str,
                                "created_at": str}, pk=("run_id", "island"))
-    db["run_state"].create({"run_id": int, "key": str, "value_json": str, "updated_at": str},
+    db.table("run_state").create({"run_id": int, "key": str, "value_json": str, "updated_at": str},
                            pk=("run_id", "key"))
 
 

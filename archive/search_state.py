@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evo.archive.store import Archive, now
-
 from evo.core.kernel import Candidate
 from evo.core.records import Outcome, Status
 from evo.core.shapes import Shape

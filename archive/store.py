@@ -7,12 +7,13 @@ import json
 import socket
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import sqlite_utils
-from evo.archive.schema import MIGRATIONS, Migration
 
+from evo.archive.schema import MIGRATIONS, Migration
 from evo.core.errors import ArchiveError
 from evo.core.version import VERSION
 
@@ -20,7 +21,7 @@ APP_ID = "evo-archive"
 
 
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
 class Archive:
@@ -35,7 +36,7 @@ class Archive:
     # ---- opening -------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path, *, create: bool = True,
-             migrations: list[tuple[str, Migration]] | None = None) -> "Archive":
+             migrations: list[tuple[str, Migration]] | None = None) -> Archive:
         path = Path(path)
         migrations = MIGRATIONS if migrations is None else migrations
         if not path.exists():
@@ -115,7 +116,7 @@ class Archive:
         marks = ", ".join("?" for _ in record)
         verb = "insert or replace" if replace else "insert or ignore" if ignore else "insert"
         cur = self.db.conn.execute(f"{verb} into [{table}] ({cols}) values ({marks})", list(record.values()))
-        return cur.lastrowid
+        return cur.lastrowid or 0
 
     def insert(self, table: str, record: dict[str, Any], *, replace: bool = False, ignore: bool = False) -> int:
         with self.transaction():

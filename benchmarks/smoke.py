@@ -9,10 +9,10 @@ from pathlib import Path
 
 from evo.archive import Archive
 from evo.config import EvaluatorConfig
+from evo.core.shapes import Shape
 from evo.evaluation.evaluator import Evaluator
 from evo.evaluation.selftest import run_selftest
 from evo.families import FAMILIES
-from evo.core.shapes import Shape
 
 SHAPES = [Shape(64, 64, 64), Shape(128, 128, 256), Shape(1, 4096, 4096), Shape(77, 4096, 4096),
           Shape(1024, 1024, 1024), Shape(333, 11008, 4096), Shape(64, 64, 16384), Shape(4096, 64, 4096),

@@ -150,12 +150,16 @@ def as_dict(cfg: DictConfig | EvoConfig | None, fallback: EvoConfig | None = Non
     if cfg is None:
         return {}
     node = cfg if isinstance(cfg, DictConfig) else OmegaConf.structured(cfg)
-    return OmegaConf.to_container(node, resolve=True)
+    data = OmegaConf.to_container(node, resolve=True)
+    assert isinstance(data, dict)
+    return data
 
 
 def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     """Check ranges and choices; return the typed config object."""
-    c: EvoConfig = OmegaConf.to_object(cfg) if isinstance(cfg, DictConfig) else cfg
+    c = OmegaConf.to_object(cfg) if isinstance(cfg, DictConfig) else cfg
+    if not isinstance(c, EvoConfig):
+        raise ConfigError("the configuration does not follow evo's schema (compose it from evo.conf)")
     try:
         build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     except ShapeError as e:

@@ -44,23 +44,29 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
         cubin = None
         if compiler:
             res = compiler.compile(source)
-            if res.ok:
+            if res.ok and res.cubin is not None:
                 (out_dir / f"{name}.cubin").write_bytes(res.cubin)
                 cubin = f"{name}.cubin"
-        launch = json.loads(r["launch_json"]) if r["launch_json"] else None
+            else:
+                log.warning(f"{name}: nvcc failed here ({res.status}); evo.dispatch will compile the .cu on first use")
+        if not r["launch_json"]:
+            raise EvoError(f"the elite of {r['cell']} (kernel {r['kernel_id'][:12]}) has no recorded launch: "
+                           f"the archive is damaged; re-run the shape")
+        launch = json.loads(r["launch_json"])
+        params = ["const half* A", "const half* B", "half* C", "int M", "int N", "int K"]
+        params += [f"const __grid_constant__ CUtensorMap tm{t['operand']}" for t in launch.get("tensor_maps", [])]
         entries.append({
             "M": r["M"], "N": r["N"], "K": r["K"], "file": f"{name}.cu", "cubin": cubin, "entry": "hgemm",
             "nvcc_flags": flags, "grid": launch["grid"], "block": launch["block"], "smem": launch["smem"],
             "cluster": launch["cluster"], "tensor_maps": launch.get("tensor_maps", []),
-            "abi": "hgemm(const half* A, const half* B, half* C, int M, int N, int K)"
-                   + "".join(f", const __grid_constant__ CUtensorMap tm{t['operand']}" for t in launch.get("tensor_maps", [])),
+            "abi": f"hgemm({', '.join(params)})",
             "reentrant": "evo_splitk_ws" not in source,  # split-K kernels share a module-level workspace
             "time_ms": r["time_ms"], "timing_mode": r["mode"], "library_ms": r["libraries"],
             "speedup": r["speedup"], "best_library": r["best_library"], "roofline_fraction": r["roofline_fraction"],
             "kernel_id": r["kernel_id"], "family": r["family"], "measured_at": r["created_at"],
         })
     gpus = sorted({r["gpu"] for r in rows})
-    manifest = {"format": FORMAT, "evo_version": VERSION, "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+    manifest = {"format": FORMAT, "evo_version": VERSION, "exported_at": dt.datetime.now(dt.UTC).isoformat(),
                 "archive": str(archive_path), "run_id": run["id"], "gpu": gpus[0] if len(gpus) == 1 else gpus,
                 "backend": rows[0]["backend"], "nvcc": compiler.version if compiler else None,
                 "layout": "row-major A[M,K], B[K,N], C[M,N]; fp16 in and out, fp32 accumulation",

@@ -20,7 +20,7 @@ class Individual:
         return {"kernel_id": self.kernel_id, "shape": str(self.shape), "fitness": self.fitness}
 
     @staticmethod
-    def from_json(d: dict) -> "Individual":
+    def from_json(d: dict) -> Individual:
         return Individual(d["kernel_id"], Shape.parse(d["shape"]), d["fitness"])
 
 
@@ -80,7 +80,7 @@ class Island:
         self.members = [Individual.from_json(m) for m in d["members"]]
 
 
-def make_islands(n: int, shapes: list[Shape], *, specialize: str, families: list[str], capacity: int,
+def make_islands(n: int, shapes: list[Shape], *, specialize: str, families: list[str | None], capacity: int,
                  tournament: int) -> list[Island]:
     """n islands; with specialize=family each gets a family in turn, with =bucket a share of the shapes."""
     islands = []

@@ -1,9 +1,9 @@
 import sqlite3
 
 import pytest
+
 from evo.archive import SCHEMA_VERSION, Archive
 from evo.archive.schema import MIGRATIONS
-
 from evo.core.errors import ArchiveError
 
 TABLES = {"runs", "kernels", "lineage", "compiles", "evaluations", "baselines", "device_peaks", "elites",

@@ -1,7 +1,7 @@
 """The evaluation pipeline with the CPU test double: containment, dispatch, labelling."""
 import pytest
-from evo.archive import Archive
 
+from evo.archive import Archive
 from evo.config import EvaluatorConfig
 from evo.core.kernel import Candidate
 from evo.core.records import Status

@@ -1,7 +1,7 @@
 """GPU tests (pytest -m gpu on a machine with an H100/H200): the real worker, real kernels."""
 import pytest
-from evo.archive import Archive
 
+from evo.archive import Archive
 from evo.config import EvaluatorConfig
 from evo.core.shapes import Shape
 from evo.evaluation.evaluator import Evaluator

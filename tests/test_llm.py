@@ -3,16 +3,16 @@ import re
 from collections import Counter
 
 import pytest
-from evo.archive import Archive
-from evo.mutators.llm import build_llm_operators
-from evo.mutators.llm.edits import EditError, apply_answer
-from evo.mutators.llm.operator import OperatorFailure
 
+from evo.archive import Archive
 from evo.config import LLMConfig
 from evo.core.errors import ConfigError
 from evo.core.shapes import Shape
 from evo.evaluation.static_checks import check_source
 from evo.families import FAMILIES
+from evo.mutators.llm import build_llm_operators
+from evo.mutators.llm.edits import EditError, apply_answer
+from evo.mutators.llm.operator import OperatorFailure
 from tests.fake_anthropic import FakeAnthropic, error, message, prompt_of, source_in
 
 PARENT = FAMILIES["ampere"].candidate(dict(FAMILIES["ampere"].default, STAGES=2))
@@ -59,7 +59,8 @@ def calls(archive):
 
 def test_rate_limit_then_success_makes_a_child(llm_env):
     archive, run = llm_env
-    behaviour = lambda req, n: (429, error("rate_limit_error", "slow down"), 0) if n == 1 else (200, message(deepen(prompt_of(req))), 0)  # noqa: E731
+    def behaviour(req, n):
+        return (429, error("rate_limit_error", "slow down"), 0) if n == 1 else (200, message(deepen(prompt_of(req))), 0)
     with FakeAnthropic(behaviour) as server:
         ops, note = operators(server, archive, run)
         child = ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})

@@ -7,12 +7,12 @@ import sys
 import time
 
 import pytest
-from evo.archive import Archive
-from evo.islands import Individual, Island, migrate
-from evo.mutators.policy import OperatorPolicy
 
+from evo.archive import Archive
 from evo.cli.hydra_app import compose
 from evo.core.shapes import Shape
+from evo.islands import Individual, Island, migrate
+from evo.mutators.policy import OperatorPolicy
 from evo.search import resume, run_search
 
 BASE = ["evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,77x4096x4096,1024x1024x1024]",

@@ -44,9 +44,9 @@ def main(folder: str) -> None:
         B = torch.randn(nsets, K, N, dtype=torch.float16, device="cuda")
         C = torch.empty(nsets, M, N, dtype=torch.float16, device="cuda")
         launches = nsets * max(1, math.ceil(200 / nsets)) if M * N * K < 2**30 else nsets * 2
-        t_exp = time_graph(lambda i: d.matmul(A[i], B[i], out=C[i]), mode="rotating", launches=launches,
+        t_exp = time_graph(lambda i, A=A, B=B, C=C: d.matmul(A[i], B[i], out=C[i]), mode="rotating", launches=launches,
                            sets=nsets, replays=5, stream=stream, clock=clock)
-        t_torch = time_graph(lambda i: torch.matmul(A[i], B[i], out=C[i]), mode="rotating", launches=launches,
+        t_torch = time_graph(lambda i, A=A, B=B, C=C: torch.matmul(A[i], B[i], out=C[i]), mode="rotating", launches=launches,
                              sets=nsets, replays=5, stream=stream, clock=clock)
         ratio = t_torch.median_ms / t_exp.median_ms
         rec = e["library_ms"].get("torch", 0) / e["time_ms"] if e["library_ms"].get("torch") else float("nan")

@@ -30,7 +30,7 @@ def main(out: Path, per_shape: int) -> None:
            f"search.max_evaluations={budget}", "islands.n=2", "islands.population=8", "search.children_per_island=8"]
     sweep = ["python3", "-m", "evo", "sweep", *COMMON, f"archive.path={out / 'random.sqlite'}",
              "sweep.sample=random", f"sweep.budget={per_shape}", "search.seed=0"]
-    for name, cmd in (("search", run), ("random", sweep)):
+    for cmd in (run, sweep):
         print("$", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=False)
     s, r = curve(out / "search.sqlite"), curve(out / "random.sqlite")
@@ -42,7 +42,7 @@ def main(out: Path, per_shape: int) -> None:
         rb = max((v for _, v in r.get(cell, [])), default=None)
         target = 0.95 * sb if sb else None
 
-        def reach(hist):
+        def reach(hist, target=target):
             return next((n for n, v in hist if target and v >= target), None)
         rows.append({"shape": cell, "search": sb, "random": rb, "search_reach": reach(s.get(cell, [])),
                      "random_reach": reach(r.get(cell, []))})

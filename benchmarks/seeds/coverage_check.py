@@ -16,9 +16,9 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from evo.config import EvaluatorConfig
+from evo.core.shapes import Shape, build_shape_set
 from evo.evaluation.evaluator import Evaluator
 from evo.families import FAMILIES
-from evo.core.shapes import Shape, build_shape_set
 
 ROOT = Path(__file__).resolve().parents[2]
 PICKS = {"hopper": 6, "ampere": 3, "simt": 1}  # shortlist picks per shape, besides the default

@@ -12,11 +12,11 @@ from collections import defaultdict
 from pathlib import Path
 
 from evo.config import EvaluatorConfig
+from evo.core.kernel import Candidate
+from evo.core.shapes import grid_shapes
 from evo.evaluation.evaluator import Evaluator
 from evo.evaluation.tolerance import ELEM_ATOL_RMS, ELEM_RTOL, NORM_RTOL
 from evo.families import FAMILIES
-from evo.core.kernel import Candidate
-from evo.core.shapes import grid_shapes
 
 FP32_MMA = FAMILIES["ampere"].render(FAMILIES["ampere"].default)
 OLD = FP32_MMA[FP32_MMA.index("__device__ __forceinline__ void mma16816"):FP32_MMA.index("extern \"C\"")]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -165,7 +166,7 @@ def _tasks() -> dict[str, Callable[[EvoConfig, DictConfig], Any]]:
     def sweep(c, raw):
         from evo.search.sweep import run_sweep
         s = run_sweep(c, raw)
-        overall = next((r for r in s["summary"] if r["bucket"] == "all"), {})
+        overall: dict = next((r for r in s["summary"] if r["bucket"] == "all"), {})
         g = overall.get("geomean_speedup")
         return f"run {s['run_id']}: geomean speedup {g:.3f}" if g else f"run {s['run_id']}"
 

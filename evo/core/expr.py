@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Callable
 
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -24,7 +25,7 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-_FUNCS = {"cdiv": _cdiv, "min": min, "max": max}
+_FUNCS: dict[str, Callable[..., int]] = {"cdiv": _cdiv, "min": min, "max": max}
 MAX_TEXT = 400
 
 
@@ -115,7 +116,7 @@ class Expr:
                     return False
                 left = right
             return True
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             args = [self._eval(a, env) for a in node.args]
             if node.func.id == "cdiv" and args[1] == 0:
                 raise ExprError(f"cdiv by zero in {self.text!r}")

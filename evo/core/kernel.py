@@ -1,6 +1,6 @@
 """The kernel model: a candidate is CUDA source text with an in-source launch declaration.
 
-ABI (see DESIGN.md): the source defines
+ABI (docs/kernel-abi.md): the source defines
     extern "C" __global__ void hgemm(const half* A, const half* B, half* C, int M, int N, int K)
 optionally followed by one `const __grid_constant__ CUtensorMap` parameter per declared tensor map.
 
@@ -172,8 +172,10 @@ def parse_declaration(source: str) -> LaunchDecl:
     requires = tuple(_expr(text, number) for number, text in values["requires"])
     tma = tuple(_parse_tma(text, number) for number, text in values["tma"])
     smem = exprs("smem", 1, 1)
+    grid, block = exprs("grid", 1, 3), exprs("block", 1, 3)
+    assert grid is not None and block is not None  # both required, checked above
     return LaunchDecl(
-        grid=exprs("grid", 1, 3), block=exprs("block", 1, 3), smem=smem[0] if smem else None,
+        grid=grid, block=block, smem=smem[0] if smem else None,
         cluster=exprs("cluster", 1, 3), requires=requires, tma=tma,
         text={k: [t for _, t in v] for k, v in values.items() if v},
     )
@@ -242,5 +244,5 @@ class Candidate:
 
     @staticmethod
     def make(source: str, *, family: str | None = None, params: dict | None = None,
-             operator: str = "seed", parents: tuple[str, ...] = ()) -> "Candidate":
+             operator: str = "seed", parents: tuple[str, ...] = ()) -> Candidate:
         return Candidate(source, family, json.dumps(params or {}, sort_keys=True), operator, tuple(parents))

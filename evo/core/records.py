@@ -45,7 +45,7 @@ class Timing:
     method: str = "graph"  # graph | events | simulated
 
     @staticmethod
-    def from_json(d: dict) -> "Timing":
+    def from_json(d: dict) -> Timing:
         return Timing(**{**d, "samples_ms": tuple(d["samples_ms"])})
 
 
@@ -69,7 +69,7 @@ class KernelResult:
         return d
 
     @staticmethod
-    def from_json(d: dict) -> "KernelResult":
+    def from_json(d: dict) -> KernelResult:
         return KernelResult(**{**d, "status": Status(d["status"]),
                                "timings": tuple(Timing.from_json(t) for t in d.get("timings", ()))})
 
@@ -88,7 +88,7 @@ class LibraryResult:
         return asdict(self)
 
     @staticmethod
-    def from_json(d: dict) -> "LibraryResult":
+    def from_json(d: dict) -> LibraryResult:
         return LibraryResult(**{**d, "timing": Timing.from_json(d["timing"]) if d.get("timing") else None})
 
 
@@ -198,5 +198,5 @@ class Outcome:
     error: str = ""
 
     @staticmethod
-    def of(e: "Evaluation") -> "Outcome":
+    def of(e: Evaluation) -> Outcome:
         return Outcome(e.status, e.speedup, e.time_ms, e.error)

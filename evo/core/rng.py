@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import random
 import threading
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 _GLOBAL = threading.Lock()

@@ -50,7 +50,7 @@ class Shape:
         return f"{self.M}x{self.N}x{self.K}"
 
     @classmethod
-    def parse(cls, text: str) -> "Shape":
+    def parse(cls, text: str) -> Shape:
         parts = str(text).lower().replace("×", "x").split("x")
         if len(parts) != 3:
             raise ShapeError(f"shape {text!r} is not of the form MxNxK (e.g. 77x4096x4096)")
@@ -85,4 +85,5 @@ def build_shape_set(*, listed: list[str], grid: list[int]) -> list[Shape]:
 
 def log_cell(shape: Shape, *, bins_per_octave: int = 1) -> tuple[int, int, int]:
     """MAP-Elites cell of an arbitrary shape: each dimension binned on a log2 scale."""
-    return tuple(int(math.floor(math.log2(d) * bins_per_octave)) for d in (shape.M, shape.N, shape.K))
+    m, n, k = (int(math.floor(math.log2(d) * bins_per_octave)) for d in (shape.M, shape.N, shape.K))
+    return m, n, k

@@ -6,7 +6,7 @@ import math
 from evo.core.shapes import BUCKETS, Shape
 
 
-def geomean(values: list[float]) -> float | None:
+def geomean(values: list[float | None] | list[float]) -> float | None:
     values = [v for v in values if v and v > 0]
     return math.exp(sum(map(math.log, values)) / len(values)) if values else None
 

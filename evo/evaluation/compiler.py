@@ -16,7 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from evo.core.errors import CompileToolError
@@ -26,7 +26,7 @@ DEFAULT_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "
 MAX_LOG_CHARS = 4000
 
 
-@lru_cache(maxsize=None)
+@cache
 def nvcc_version(nvcc: str = "nvcc") -> str:
     path = shutil.which(nvcc)
     if not path:
@@ -42,7 +42,7 @@ _ENTRY_BLOCK = re.compile(r"Compiling entry function '(\w+)'")
 def parse_ptxas(log: str, entry: str = "hgemm") -> Resources:
     """Numbers from `-Xptxas -v` output for one entry function."""
     lines = log.splitlines()
-    start = next((i for i, l in enumerate(lines) if (m := _ENTRY_BLOCK.search(l)) and m.group(1) == entry), None)
+    start = next((i for i, ln in enumerate(lines) if (m := _ENTRY_BLOCK.search(ln)) and m.group(1) == entry), None)
     if start is None:
         return Resources()
     block = []
@@ -66,9 +66,9 @@ def parse_ptxas(log: str, entry: str = "hgemm") -> Resources:
 def trim_log(log: str, source_name: str) -> str:
     """Keep what a person (or a repair prompt) needs: errors first, no temp paths, bounded size."""
     log = log.replace(source_name, "kernel.cu")
-    lines = [l for l in log.splitlines() if not l.startswith("ptxas info") and not re.match(r"\s+\d+ bytes", l)]
-    errors = [l for l in lines if "error" in l.lower()]
-    text = "\n".join(errors + [l for l in lines if l not in errors]) if errors else "\n".join(lines)
+    lines = [ln for ln in log.splitlines() if not ln.startswith("ptxas info") and not re.match(r"\s+\d+ bytes", ln)]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    text = "\n".join(errors + [ln for ln in lines if ln not in errors]) if errors else "\n".join(lines)
     return text if len(text) <= MAX_LOG_CHARS else text[:MAX_LOG_CHARS] + "\n[... trimmed]"
 
 
@@ -88,7 +88,8 @@ class Compiler:
     def key(self, source: str) -> str:
         h = hashlib.sha256()
         for part in (source, "\0".join(self.flags), self.version):
-            h.update(part.encode()); h.update(b"\0\1")
+            h.update(part.encode())
+            h.update(b"\0\1")
         return h.hexdigest()[:32]
 
     def submit(self, source: str) -> cf.Future:

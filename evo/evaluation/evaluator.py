@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from evo.archive import records as stored
 from evo.archive.store import Archive
@@ -58,7 +58,7 @@ class Evaluator:
         self._baselines: dict[tuple, dict[str, float]] = {}
 
     # ---- setup ----------------------------------------------------------------------------
-    def start(self) -> "Evaluator":
+    def start(self) -> Evaluator:
         infos = self.pool.start().infos
         missing = []
         for info in infos:
@@ -172,8 +172,8 @@ class Evaluator:
                 launch = cand.declaration.launch_for(shape, num_sms=self.num_sms).to_json()
             except LaunchError as e:
                 early = self._result(cand, shape, Status.BAD_LAUNCH, str(e), prepared)
-        if early is not None:
-            no_gpu.append((early, cand))
+        if early is not None or prepared.compiled is None:
+            no_gpu.append((early or self._result(cand, shape, Status.COMPILE_ERROR, "no compiled module", prepared), cand))
             return None
         request = {"op": "evaluate", "shape": [shape.M, shape.N, shape.K], "cubin": prepared.compiled.cubin,
                    "source": cand.source, "launch": launch, "draws": self.cfg.draws, "modes": self.cfg.modes,
@@ -221,7 +221,7 @@ class Evaluator:
         k = KernelResult.from_json(reply["kernel"])
         self._store_libraries(reply, shape)
         libs = self.library_times(k.gpu, shape, self.cfg.mode)
-        best = min(libs, key=libs.get) if libs else None
+        best = min(libs, key=lambda lib: libs[lib]) if libs else None
         peaks = self._peaks.get(k.gpu)
         return Evaluation(c.id, shape, k.status, k.error, k.timings, self.cfg.mode, best, libs.get(best) if best else None,
                           dict(libs), peaks.floor_ms(shape.flops, shape.min_bytes) if peaks else None, k.max_rel_err,

@@ -6,7 +6,7 @@ as the kernels, and checked against the fp32 reference once.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -53,7 +53,7 @@ def measure(harness, M: int, N: int, K: int, libraries: list[str], modes: list[s
             with torch.cuda.stream(harness.stream):
                 sets.C[0].fill_(float("nan"))
                 call(0)
-                out = sets.C[0] if lib == "torch" else call.matmul.execute(stream=harness.stream)
+                out = sets.C[0] if lib == "torch" else call.matmul.execute(stream=harness.stream)  # type: ignore[attr-defined]
                 reason = verdict(error_stats(out.float(), reference(sets.A[0], sets.B[0])))
             if reason:
                 results += [LibraryResult(lib, m, "error", error=f"library result rejected: {reason}") for m in modes]
@@ -70,26 +70,31 @@ def measure(harness, M: int, N: int, K: int, libraries: list[str], modes: list[s
     return results
 
 
-def peaks(harness) -> Peaks:
-    """Measured fp16 tensor-core rate (random data, best of two sizes) and copy bandwidth."""
-    s = harness.stream
-    best_tflops = 0.0
-    for n in (8192, 12288):
-        with torch.cuda.stream(s):
-            a = torch.randn(n, n, dtype=torch.float16, device="cuda")
-            b = torch.randn(n, n, dtype=torch.float16, device="cuda")
-            c = torch.empty(n, n, dtype=torch.float16, device="cuda")
-        t = time_graph(lambda i: torch.matmul(a, b, out=c), mode="hot", launches=5, sets=1, replays=5,
-                       stream=s, clock=harness.clock)
-        best_tflops = max(best_tflops, 2 * n ** 3 / (t.median_ms * 1e-3) / 1e12)
-        del a, b, c
-    nbytes = 1 << 32
-    with torch.cuda.stream(s):
+def _tensor_tflops(harness, n: int) -> float:
+    """fp16 matmul rate at n x n x n on random data (the buffers are freed on return)."""
+    with torch.cuda.stream(harness.stream):
+        a = torch.randn(n, n, dtype=torch.float16, device="cuda")
+        b = torch.randn(n, n, dtype=torch.float16, device="cuda")
+        c = torch.empty(n, n, dtype=torch.float16, device="cuda")
+    t = time_graph(lambda i: torch.matmul(a, b, out=c), mode="hot", launches=5, sets=1, replays=5,
+                   stream=harness.stream, clock=harness.clock)
+    return 2 * n ** 3 / (t.median_ms * 1e-3) / 1e12
+
+
+def _copy_bandwidth_gbs(harness, nbytes: int = 1 << 32) -> float:
+    """Device copy rate, bytes read + written (the buffers are freed on return)."""
+    with torch.cuda.stream(harness.stream):
         x = torch.empty(nbytes // 2, dtype=torch.float16, device="cuda").normal_()
         y = torch.empty_like(x)
     # a plain loop: the copy is a memcpy node inside graphs, which measured slower than a copy kernel
-    t = time_events(lambda i: y.copy_(x), mode="hot", launches=5, sets=1, replays=5, stream=s, clock=harness.clock)
-    bandwidth = 2 * nbytes / (t.median_ms * 1e-3) / 1e9
-    del x, y
+    t = time_events(lambda i: y.copy_(x), mode="hot", launches=5, sets=1, replays=5, stream=harness.stream,
+                    clock=harness.clock)
+    return 2 * nbytes / (t.median_ms * 1e-3) / 1e9
+
+
+def peaks(harness) -> Peaks:
+    """Measured fp16 tensor-core rate (random data, best of two sizes) and copy bandwidth."""
+    best_tflops = max(_tensor_tflops(harness, n) for n in (8192, 12288))
+    bandwidth = _copy_bandwidth_gbs(harness)
     torch.cuda.empty_cache()
     return Peaks(tflops=best_tflops, bandwidth_gbs=bandwidth)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import os
 import random
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 

@@ -1,6 +1,6 @@
 """Worker side: one (kernel, shape) evaluation on the GPU, and the libraries beside it.
 
-Correctness (DESIGN.md): fresh random normal inputs for every draw, an fp32-accumulated
+Correctness (docs/correctness.md): fresh random normal inputs for every draw, an fp32-accumulated
 reference, the output poisoned with NaN before each launch, guard zones around every buffer
 and A/B compared with copies after the launch; repeated after timing with new inputs.
 Timing: graph replays in hot and rotating modes, isolated launches in server mode; the libraries
@@ -10,7 +10,7 @@ Imported only inside GPU worker processes.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -88,7 +88,7 @@ class GpuHarness:
         except CudaError as e:
             if e.sticky:
                 raise ContextLost(KernelResult(Status.FAULT, f"the kernel faulted: {e}", backend="gpu", gpu=gpu,
-                                               launch=req.get("launch")))
+                                               launch=req.get("launch"))) from e
             return fail(Status.LAUNCH_ERROR, str(e))
         except torch.cuda.OutOfMemoryError as e:
             return fail(Status.WORKER_ERROR, f"out of GPU memory in the harness: {e}")
@@ -96,7 +96,7 @@ class GpuHarness:
             text = str(e)
             if "CUDA" in text or "cuda" in text:  # torch noticed a fault first
                 raise ContextLost(KernelResult(Status.FAULT, f"the kernel faulted: {text.splitlines()[0]}",
-                                               backend="gpu", gpu=gpu, launch=req.get("launch")))
+                                               backend="gpu", gpu=gpu, launch=req.get("launch"))) from e
             raise
         finally:
             if kernel is not None:
@@ -136,6 +136,13 @@ class GpuHarness:
             return Status.INCORRECT, f"{reason} [shape {M}x{N}x{K}, input seed {seed}]", stats["rel_err"]
         return None, "", stats["rel_err"]
 
+    def _time_kernel(self, kernel: LoadedKernel, M: int, N: int, K: int, req: dict):
+        """Timings in every requested mode, and the verdict of the rotating sets' check (the timing
+        buffers are freed on return, before the last correctness draw)."""
+        sets = TimingSets(self, M, N, K, req["modes"])
+        call = lambda i: kernel.launch(sets.args(kernel, i), self.stream.cuda_stream)
+        return sets.time_all(call, req, verify=lambda: sets.verify_sample(M, N, K))
+
     def _evaluate_kernel(self, kernel: LoadedKernel, M: int, N: int, K: int, req: dict,
                          progress: Callable[[str], None]) -> KernelResult:
         gpu, launch = self.info.key, req["launch"]
@@ -151,13 +158,10 @@ class GpuHarness:
         if not req["modes"]:  # correctness only (e.g. the tolerance experiment)
             return KernelResult(Status.OK, "", max_rel_err=worst, checks=checks, launch=launch, gpu=gpu)
         progress("timing")
-        sets = TimingSets(self, M, N, K, req["modes"])
-        call = lambda i: kernel.launch(sets.args(kernel, i), self.stream.cuda_stream)  # noqa: E731
-        timings, post_error = sets.time_all(call, req, verify=lambda: sets.verify_sample(M, N, K))
+        timings, post_error = self._time_kernel(kernel, M, N, K, req)
         if post_error:
             return KernelResult(Status.INCORRECT_AFTER_TIMING, post_error, max_rel_err=worst, checks=checks,
                                 launch=launch, gpu=gpu, timings=tuple(timings))
-        del sets
 
         progress("correctness after timing")
         status, error, err = self.check_once(kernel, M, N, K, bufs)

@@ -13,9 +13,10 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from evo.core.errors import GpuUnavailable
 from evo.core.records import DeviceInfo, KernelResult, Status
@@ -43,7 +44,7 @@ def visible_gpus() -> list[str]:
                              text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return [l.strip() for l in out.stdout.splitlines() if l.strip().isdigit()] if out.returncode == 0 else []
+    return [ln.strip() for ln in out.stdout.splitlines() if ln.strip().isdigit()] if out.returncode == 0 else []
 
 
 class _Worker:
@@ -105,7 +106,7 @@ class WorkerPool:
         self._next_id = 0
         self.restarts = 0
 
-    def start(self) -> "WorkerPool":
+    def start(self) -> WorkerPool:
         if not self._workers:
             self._workers = [_Worker(self._ctx, d, self.backend, self.start_timeout_s) for d in self.devices]
         return self
@@ -125,7 +126,7 @@ class WorkerPool:
             w.kill()
         self._workers = []
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> WorkerPool:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -55,7 +55,8 @@ def run_selftest(ev: Evaluator, *, cases: tuple[Case, ...] = CASES) -> list[dict
         for cand, shape, expected in ((bad, case.shape, case.expected), (good, SMALL, Status.OK)):
             (e,) = list(ev.evaluate([(cand, shape)], measure_libraries=False))
             row = {"kernel": cand.params["file"], "shape": str(shape), "expected": str(expected),
-                   "status": str(e.status), "pass": e.status == expected, "error": e.error.splitlines()[0][:150] if e.error else ""}
+                   "status": str(e.status), "pass": e.status == expected,
+                   "error": e.error.splitlines()[0][:150] if e.error else ""}
             rows.append(row)
             log.info(f"{'PASS' if row['pass'] else 'FAIL'}  {row['kernel']:<22} {row['shape']:<13} expected "
                 f"{row['expected']:<24} got {row['status']:<24} {row['error']}")

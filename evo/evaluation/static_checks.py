@@ -67,11 +67,13 @@ def strip_comments_and_strings(source: str) -> str:
         if two == "//":
             j = source.find("\n", i)
             j = n if j < 0 else j
-            out.append(" " * (j - i)); i = j
+            out.append(" " * (j - i))
+            i = j
         elif two == "/*":
             j = source.find("*/", i + 2)
             j = n if j < 0 else j + 2
-            out.append("".join(c if c == "\n" else " " for c in source[i:j])); i = j
+            out.append("".join(c if c == "\n" else " " for c in source[i:j]))
+            i = j
         elif source[i] in "\"'":
             quote, j = source[i], i + 1
             while j < n and source[j] != quote and source[j] != "\n":
@@ -80,9 +82,11 @@ def strip_comments_and_strings(source: str) -> str:
             # keep the quotes so `extern "C"` and includes remain recognisable
             body = source[i + 1:j - 1]
             keep = body if re.fullmatch(r"[\w./ ]*", body) else " " * len(body)
-            out.append(quote + keep + quote); i = j
+            out.append(quote + keep + quote)
+            i = j
         else:
-            out.append(source[i]); i += 1
+            out.append(source[i])
+            i += 1
     return "".join(out)
 
 
@@ -116,9 +120,10 @@ def check_source(source: str) -> list[Rejection]:
             rejections.append(Rejection("include", f"#include <{header}> is not on the allow-list of CUDA headers",
                                         _line_of(code, m.start())))
     for pattern, reason in _FORBIDDEN:
-        m = re.search(pattern, code, re.M)
-        if m:
-            rejections.append(Rejection("forbidden", f"{reason} (found {m.group(0).strip()!r})", _line_of(code, m.start())))
+        found = re.search(pattern, code, re.M)
+        if found:
+            rejections.append(Rejection("forbidden", f"{reason} (found {found.group(0).strip()!r})",
+                                        _line_of(code, found.start())))
     entries = list(_ENTRY.finditer(code))
     if not entries:
         rejections.append(Rejection("abi", 'the entry point is missing: define extern "C" __global__ void '

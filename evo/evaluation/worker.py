@@ -13,6 +13,7 @@ import os
 import sys
 import traceback
 from dataclasses import asdict
+from typing import Any
 
 from evo.evaluation.faults import ContextLost
 
@@ -40,6 +41,7 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
     root.setLevel(logging.DEBUG)
     root.propagate = False
     log = logging.getLogger(__name__)
+    harness: Any
     try:
         if backend == "simulated":
             from evo.evaluation.simulated import SimulatedHarness
@@ -62,7 +64,7 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
             return
         log.debug(f"request {rid}: {op} {msg.get('shape', '')}")
 
-        def progress(stage: str) -> None:
+        def progress(stage: str, rid=rid) -> None:
             conn.send({"type": "progress", "id": rid, "stage": stage})
 
         try:

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
-from typing import Callable
+from random import Random
 
 from evo.core.kernel import Candidate
 
@@ -69,10 +69,10 @@ class Family:
         combos = (dict(zip(keys, values)) for values in itertools.product(*(self.space[k] for k in keys)))
         return tuple(p for p in combos if self._problem(p) is None)
 
-    def random(self, rng: random.Random) -> Params:
+    def random(self, rng: Random) -> Params:
         return dict(rng.choice(self.all_valid))
 
-    def repair(self, params: Params, rng: random.Random) -> Params:
+    def repair(self, params: Params, rng: Random) -> Params:
         """The valid configuration closest to `params` (fewest differing parameters; ties at random)."""
         if self.valid(params):
             return dict(params)

@@ -11,7 +11,7 @@ import json
 import logging
 from dataclasses import dataclass
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from evo.archive import Archive
 from evo.config import EvoConfig, as_dict, validate
@@ -81,6 +81,8 @@ def config_from_dict(config: dict, overrides: list[str]) -> EvoConfig:
         cfg = OmegaConf.merge(OmegaConf.structured(EvoConfig), config, OmegaConf.from_dotlist(overrides))
     except Exception as e:
         raise ConfigError(f"cannot use the stored or given configuration: {str(e).splitlines()[0]}") from None
+    if not isinstance(cfg, DictConfig):
+        raise ConfigError("the stored configuration is not a mapping")
     return validate(cfg)
 
 

@@ -67,10 +67,10 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
                     if r and r.status != "ok":
                         row[f"{lib}_error"] = r.error
                 for k in kernels:
-                    e = kernel_times.get((k.id, shape))
-                    t = next((x for x in e.timings if x.mode == mode), None) if e else None
-                    row[f"kernel_{k.params['file']}_ms"] = t.median_ms if t and e and e.ok else None
-                    row[f"kernel_{k.params['file']}_status"] = str(e.status) if e else "missing"
+                    ke = kernel_times.get((k.id, shape))
+                    t = next((x for x in ke.timings if x.mode == mode), None) if ke else None
+                    row[f"kernel_{k.params['file']}_ms"] = t.median_ms if t and ke and ke.ok else None
+                    row[f"kernel_{k.params['file']}_status"] = str(ke.status) if ke else "missing"
                 rows.append(row)
         log.info("\n" + format_bench(rows, c.evaluator.libraries, [k.params["file"] for k in kernels]))
         s.archive.put_state(s.run_id, "bench_rows", rows)

@@ -48,7 +48,7 @@ class Search:
         self.operators.update(llm_operators or {})
         self.policy = OperatorPolicy(list(self.operators), kind=c.mutator.policy, learning_rate=c.mutator.learning_rate,
                                      baseline_decay=c.mutator.baseline_decay, min_probability=c.mutator.min_probability)
-        families = TENSOR_CORE_FAMILIES if c.islands.specialize == "family" else [None]
+        families: list[str | None] = list(TENSOR_CORE_FAMILIES) if c.islands.specialize == "family" else [None]
         self.islands = make_islands(c.islands.n, self.shapes, specialize=c.islands.specialize,
                                     families=families, capacity=c.islands.population,
                                     tournament=c.islands.tournament)
@@ -86,7 +86,7 @@ class Search:
     # ---- evaluation ----------------------------------------------------------------------
     def _evaluate(self, pairs: list[tuple[Candidate, Shape]], *, island_of: dict[str, int]) -> dict:
         """Outcomes for pairs, reusing what this run already measured; counts new evaluations."""
-        results: dict[tuple[str, Shape], Outcome] = {}
+        results: dict[tuple[str, Shape], Outcome | None] = {}
         todo = []
         for cand, shape in pairs:
             key = (cand.id, shape)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from evo.archive import Archive
 from evo.config import EvoConfig, as_dict

@@ -34,6 +34,6 @@ class SearchState:
                 "failures": dict(self.failures), "stalled": self.stalled}
 
     @staticmethod
-    def from_json(d: dict) -> "SearchState":
+    def from_json(d: dict) -> SearchState:
         return SearchState(d["generation"], d["spent"], d["elapsed_s"], Counter(d.get("failures", {})),
                            d.get("stalled", 0))

@@ -6,12 +6,12 @@ Messages API (or replayed from an earlier archive), parsed into edits of the par
 from __future__ import annotations
 
 import os
-
-from evo.mutators.llm.operator import LLMOperator
-from evo.mutators.llm.prompts import load_templates
+from typing import Any
 
 from evo.config import LLMConfig
 from evo.core.errors import ConfigError
+from evo.mutators.llm.operator import LLMOperator
+from evo.mutators.llm.prompts import load_templates
 
 
 def build_llm_operators(cfg: LLMConfig, *, archive=None, run_id: int | None = None):
@@ -27,7 +27,7 @@ def build_llm_operators(cfg: LLMConfig, *, archive=None, run_id: int | None = No
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError("llm=anthropic needs ANTHROPIC_API_KEY in the environment (or use llm=none)")
         from evo.mutators.llm.client import AnthropicClient
-        client = AnthropicClient(cfg)
+        client: Any = AnthropicClient(cfg)
     else:
         from evo.mutators.llm.client import ReplayClient
         client = ReplayClient(cfg)

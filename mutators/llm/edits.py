@@ -32,7 +32,7 @@ def apply_blocks(source: str, blocks: list[tuple[str, str]]) -> str:
         if count > 1:
             raise EditError(f"edit {i}: the SEARCH text occurs {count} times; include more context to make it unique")
         # tolerate differences in trailing whitespace, line by line
-        pattern = r"\n".join(re.escape(l.rstrip()) + r"[ \t]*" for l in search.split("\n"))
+        pattern = r"\n".join(re.escape(ln.rstrip()) + r"[ \t]*" for ln in search.split("\n"))
         matches = list(re.finditer(pattern, source))
         if len(matches) != 1:
             first = search.strip().splitlines()[0][:80]

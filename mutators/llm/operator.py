@@ -6,13 +6,12 @@ from importlib import resources
 
 from evo.archive import queries
 from evo.archive.records import library_times
-from evo.mutators.llm.client import LLMCallError, prompt_hash
-from evo.mutators.llm.edits import EditError, apply_answer
-from evo.mutators.llm.prompts import PromptTemplate
-
 from evo.core.errors import EvoError
 from evo.core.kernel import Candidate
 from evo.core.shapes import Shape
+from evo.mutators.llm.client import LLMCallError, prompt_hash
+from evo.mutators.llm.edits import EditError, apply_answer
+from evo.mutators.llm.prompts import PromptTemplate
 
 EDIT_RULES = {
     "search_replace": (
@@ -51,7 +50,7 @@ class LLMOperator:
                    "parent_source": parents[0].source, "parent_measurements": describe[0],
                    "other_source": parents[1].source if len(parents) > 1 else "",
                    "other_measurements": describe[1] if len(parents) > 1 else "",
-                   "error": (info.get(parents[0].id).error if info.get(parents[0].id) else "") or "",
+                   "error": getattr(info.get(parents[0].id), "error", "") or "",
                    "edit_rules": EDIT_RULES[self.edit_format]}
         return f"Operator: {self.template.name}\n\n" + self.template.render(**context)
 
@@ -60,7 +59,7 @@ class LLMOperator:
             raise OperatorFailure(f"the LLM budget of ${self.recorder.budget_usd:g} is spent")
         system = system_prompt()
         prompt = self.render(parents, shape, info)
-        model = getattr(self.client, "cfg").model
+        model = self.client.cfg.model
         row = {"operator": self.name, "model": model, "prompt_hash": prompt_hash(model, system, prompt),
                "system": system, "prompt": prompt}
         try:
