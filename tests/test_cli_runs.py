@@ -30,7 +30,15 @@ def test_quiet_hides_progress_but_the_log_file_keeps_everything(tmp_path):
     out = evo("-q", "run", *SMALL, f"archive.path={tmp_path / 'q.sqlite'}")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "gen   0 |" not in out.stderr and "warning: evaluator=simulated" in out.stderr
+    assert "stopped: evaluation budget reached" in out.stderr  # the result is still shown
     assert "gen   0 |" in (tmp_path / "q.run1.log").read_text()
+
+
+def test_quiet_sweep_still_prints_its_summary_table(tmp_path):
+    out = evo("-q", "sweep", "evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64]", "sweep.budget=2",
+              "sweep.sample=shortlist", f"archive.path={tmp_path / 's.sqlite'}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "geomean vs best lib" in out.stderr and "sweep [" not in out.stderr
 
 
 def test_verbose_shows_debug_messages_from_the_workers(tmp_path):

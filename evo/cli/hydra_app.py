@@ -210,7 +210,7 @@ def hydra_command(name: str, argv: list[str]) -> None:
             except KeyboardInterrupt:
                 fail("interrupted: the archive holds everything finished so far; `evo resume` continues a search",
                      130)
-            log.info(f"{name}: {result}")
+            log.debug(f"{name}: {result}")
             return
         # one archive per job, in the job's own output directory
         job_dir = Path(hc.runtime.output_dir)

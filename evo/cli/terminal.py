@@ -24,7 +24,9 @@ def configure_logging(level: int) -> None:
         root.removeHandler(h)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_TerminalFormatter())
-    handler.setLevel(level)
+    handler.setLevel(min(level, logging.INFO))
+    if level > logging.INFO:  # quiet: warnings, errors and results (records logged with RESULT)
+        handler.addFilter(lambda r: r.levelno >= level or bool(getattr(r, "result", False)))
     handler._evo_terminal = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(min(level, logging.INFO))

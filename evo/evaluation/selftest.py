@@ -58,6 +58,7 @@ def run_selftest(ev: Evaluator, *, cases: tuple[Case, ...] = CASES) -> list[dict
                    "status": str(e.status), "pass": e.status == expected,
                    "error": e.error.splitlines()[0][:150] if e.error else ""}
             rows.append(row)
-            log.info(f"{'PASS' if row['pass'] else 'FAIL'}  {row['kernel']:<22} {row['shape']:<13} expected "
+            level = logging.INFO if row["pass"] else logging.WARNING
+            log.log(level, f"{'PASS' if row['pass'] else 'FAIL'}  {row['kernel']:<22} {row['shape']:<13} expected "
                 f"{row['expected']:<24} got {row['status']:<24} {row['error']}")
     return rows

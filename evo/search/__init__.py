@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from evo.archive import Archive
 from evo.config import EvoConfig, as_dict, validate
 from evo.core.errors import ConfigError, EvoError
+from evo.core.logs import RESULT
 from evo.search.loop import Search
 from evo.search.session import recorded_session
 
@@ -47,7 +48,7 @@ def _search(c: EvoConfig, *, raw_config: dict | None = None, resume_run: int | N
                      f"({search.state.spent} evaluations done)")
         reason = search.run()
         log.info(f"stopped: {reason}. Browse with `evo archive elites {s.archive.path}`; "
-                 f"export with `evo export {s.archive.path}`")
+                 f"export with `evo export {s.archive.path}`", extra=RESULT)
         return SearchResult(str(s.archive.path), s.run_id, reason)
 
 
@@ -93,6 +94,6 @@ def run_selftest_session(c: EvoConfig, raw=None) -> list[dict]:
         log.info(f"self-test on {s.evaluator.devices[0].key} ({c.evaluator.backend})")
         rows = run_selftest(s.evaluator)
         failed = [r for r in rows if not r["pass"]]
-        log.info(f"{len(rows) - len(failed)}/{len(rows)} as expected")
+        log.info(f"{len(rows) - len(failed)}/{len(rows)} as expected", extra=RESULT)
         s.archive.put_state(s.run_id, "selftest", rows)
         return rows

@@ -13,6 +13,7 @@ from collections import defaultdict
 from evo.archive.elites import cell_of, elites, offer
 from evo.config import EvoConfig, as_dict
 from evo.core.kernel import Candidate
+from evo.core.logs import RESULT
 from evo.core.shapes import Shape, build_shape_set
 from evo.core.summary import bucket_table, format_bucket_table
 from evo.families import FAMILIES
@@ -75,7 +76,7 @@ def run_sweep(c: EvoConfig, raw=None) -> dict:
             r["roofline_fraction"] = floor / r["time_ms"]
         summary = bucket_table({shape: best.get(shape, {}) for shape in shapes})
         log.info("speedup of the best configuration per shape over the best library:\n"
-                 + format_bucket_table(summary))
+                 + format_bucket_table(summary), extra=RESULT)
         if failures:
             log.info("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items())))
         archive.put_state(run_id, "summary", summary)
