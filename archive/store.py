@@ -7,6 +7,7 @@ import json
 import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,19 @@ APP_ID = "evo-archive"
 
 def now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _enable_wal(db: sqlite_utils.Database, wait_s: float = 30.0) -> None:
+    """Switch to WAL unless already there. The switch needs the file to itself and does not wait
+    for a busy file the way statements do, so retry while another process is creating it."""
+    deadline = time.monotonic() + wait_s
+    while db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        try:
+            db.execute("PRAGMA journal_mode = wal")
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 class Archive:
@@ -46,12 +60,19 @@ class Archive:
         try:
             db = sqlite_utils.Database(sqlite3.connect(str(path), timeout=30, check_same_thread=False))
             db.execute("PRAGMA busy_timeout = 30000")
-            if not db.table_names() or "meta" in db.table_names():
-                db.enable_wal()
+            tables = db.table_names()
+            if not tables or "meta" in tables:  # ours or new: WAL (a foreign file keeps its journal mode)
+                _enable_wal(db)
+        except sqlite3.OperationalError as e:  # locked, busy, unreadable: not a verdict on the file
+            raise ArchiveError(f"cannot open {path}: {e} (another process may hold it; try again)") from None
         except sqlite3.DatabaseError as e:
             raise ArchiveError(f"{path} is not a SQLite file ({e})") from None
         archive = cls(db, path)
-        archive._migrate(migrations)
+        try:
+            archive._migrate(migrations)
+        except BaseException:
+            db.conn.close()
+            raise
         return archive
 
     def _version(self) -> int:
@@ -67,13 +88,16 @@ class Archive:
         return int(row[0])
 
     def _migrate(self, migrations: list[tuple[str, Migration]]) -> None:
-        version, target = self._version(), len(migrations)
-        if version > target:
-            raise ArchiveError(f"{self.path} was written by a newer evo (schema version {version}; this evo knows "
-                               f"up to {target}): upgrade evo to open it")
-        for number in range(version + 1, target + 1):
-            name, migrate = migrations[number - 1]
-            with self.transaction():
+        """Bring the schema to the newest version. The version is read and every migration applied
+        under one write lock, so two processes opening the same new file cannot both create it."""
+        target = len(migrations)
+        with self.transaction():
+            version = self._version()
+            if version > target:
+                raise ArchiveError(f"{self.path} was written by a newer evo (schema version {version}; this evo "
+                                   f"knows up to {target}): upgrade evo to open it")
+            for number in range(version + 1, target + 1):
+                name, migrate = migrations[number - 1]
                 if number == 1:
                     self.db.execute("create table meta (key text primary key, value text)")
                     self.db.execute("insert into meta values ('application', ?)", [APP_ID])

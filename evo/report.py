@@ -5,7 +5,7 @@ probabilities over time, MAP-Elites coverage and QD-score, failures by cause.
 from __future__ import annotations
 
 import base64
-import html
+import importlib
 import json
 import logging
 import math
@@ -15,6 +15,7 @@ from pathlib import Path
 from evo.archive import Archive
 from evo.archive import queries as q
 from evo.archive.search_state import policy_history
+from evo.core.errors import EvoError
 from evo.core.shapes import BUCKETS, Shape
 from evo.core.summary import bucket_table, geomean
 
@@ -160,7 +161,7 @@ def coverage(a: Archive, run_id: int, n_cells: int, path: Path) -> None:
 
 def failures_plot(rows: list[dict], path: Path) -> None:
     plt = _plt()
-    by_status = defaultdict(dict)
+    by_status: dict[str, dict[str, int]] = defaultdict(dict)
     for r in rows:
         by_status[r["status"]][r["operator"] or "-"] = r["count"]
     ops = sorted({op for d in by_status.values() for op in d})
@@ -181,7 +182,23 @@ def failures_plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+REPORT_EXTRA = "pip install 'evo-hgemm[report]'"
+
+
+def _require_report_extra() -> None:
+    """matplotlib and Jinja2 come with the `report` extra; say in one line what to install if either is missing."""
+    missing = []
+    for module, name in (("matplotlib", "matplotlib"), ("jinja2", "Jinja2")):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise EvoError(f"evo report needs matplotlib and Jinja2 ({' and '.join(missing)} missing): {REPORT_EXTRA}")
+
+
 def report(archive_path: str, *, run_id: int | None = None, out: str | None = None) -> Path:
+    _require_report_extra()
     a = Archive.open(archive_path, create=False)
     run = q.resolve_run(a, run_id)
     rid = run["id"]
@@ -208,38 +225,23 @@ def report(archive_path: str, *, run_id: int | None = None, out: str | None = No
     table = bucket_table({Shape(e["M"], e["N"], e["K"]): e for e in elites})
     simulated = any(e["backend"] == "simulated" for e in elites)
     page = _html(run, elites, table, made, out_dir, simulated, n_cells)
-    (out_dir / "report.html").write_text(page)
+    (out_dir / "report.html").write_text(page, encoding="utf-8")
     log.info(f"report: {out_dir / 'report.html'} (+ {len(made)} PNGs)")
     return out_dir / "report.html"
 
 
+def _num(x, spec: str = ".3f", scale: float = 1) -> str:
+    """A number formatted with `spec` (after multiplying by `scale`); anything else as "-"."""
+    return format(x * scale, spec) if isinstance(x, (int, float)) else "-"
+
+
 def _html(run, elites, table, pngs, out_dir: Path, simulated: bool, n_cells: int) -> str:
-    def img(name):
-        data = base64.b64encode((out_dir / name).read_bytes()).decode()
-        return f'<img src="data:image/png;base64,{data}" style="max-width:100%">'
-
-    def f(x, spec=".3f"):
-        return format(x, spec) if isinstance(x, (int, float)) else "-"
-
-    rows = "".join(f"<tr><td>{r['bucket']}</td><td>{r['shapes']}</td><td>{f(r['geomean_speedup'])}</td>"
-                   f"<td>{f(r['min_speedup'], '.2f')}</td><td>{f(r['max_speedup'], '.2f')}</td>"
-                   f"<td>{f(r['median_roofline'])}</td></tr>" for r in table)
-    elite_rows = "".join(f"<tr><td>{e['cell']}</td><td><code>{e['kernel_id'][:12]}</code></td>"
-                         f"<td>{html.escape(str(e['family']))}/{html.escape(e['operator'])}</td>"
-                         f"<td>{e['time_ms'] * 1e3:.2f}</td><td>{f(e['speedup'])}</td>"
-                         f"<td>{html.escape(str(e['best_library']))}</td><td>{f(e['roofline_fraction'])}</td></tr>"
-                         for e in elites)
-    warn = ('<p style="color:#b00"><b>evaluator=simulated: every time here is modelled by the CPU test double, '
-            'not measured.</b></p>') if simulated else ""
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>evo run {run['id']}</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}} td,th{{padding:2px 8px;text-align:right}}
-table{{border-collapse:collapse}} tr:nth-child(even){{background:#f4f4f4}}</style></head><body>
-<h1>evo run {run['id']} ({html.escape(run['kind'])}, {html.escape(run['status'])})</h1>
-<p>{html.escape(run['created_at'] or '')} &ndash; {html.escape(run['updated_at'] or '')}; backend {html.escape(run['backend'] or '')};
-{len(elites)} of {n_cells} cells hold a correct kernel.</p>{warn}
-<h2>Speedup over the best library, by FLOP bucket</h2>
-<table><tr><th>bucket</th><th>shapes</th><th>geomean</th><th>min</th><th>max</th><th>median roofline</th></tr>{rows}</table>
-{''.join(f'<h2>{n[:-4].replace("_", " ")}</h2>{img(n)}' for n in pngs)}
-<h2>Best kernel per shape</h2>
-<table><tr><th>shape</th><th>kernel</th><th>family/operator</th><th>time (us)</th><th>speedup</th><th>best library</th>
-<th>roofline</th></tr>{elite_rows}</table></body></html>"""
+    """The page, from the packaged template evo/templates/report.html.j2 (autoescaped)."""
+    import jinja2
+    env = jinja2.Environment(loader=jinja2.PackageLoader("evo", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters["num"] = _num
+    images = [{"title": name[:-4].replace("_", " "),
+               "data": base64.b64encode((out_dir / name).read_bytes()).decode("ascii")} for name in pngs]
+    return env.get_template("report.html.j2").render(
+        run=dict(run), elites=elites, table=table, pngs=images, simulated=simulated, n_cells=n_cells)

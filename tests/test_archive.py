@@ -75,3 +75,28 @@ def test_foreign_sqlite_file_is_refused(tmp_path):
 def test_missing_archive_without_create(tmp_path):
     with pytest.raises(ArchiveError, match="no archive"):
         Archive.open(tmp_path / "nope.sqlite", create=False)
+
+
+def _open_and_count(path: str, create: bool) -> str:
+    try:
+        a = Archive.open(path, create=create)
+        n = a.count("runs")
+        a.close()
+        return f"ok {n}"
+    except Exception as e:  # the test reports every failure with its text
+        return f"{type(e).__name__}: {e}"
+
+
+def test_two_processes_opening_a_new_archive_at_once_both_succeed(tmp_path):
+    """One creates the file while the other opens it: the schema is created exactly once (the version
+    is read and the migrations applied under one write lock)."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    with cf.ProcessPoolExecutor(4, mp_context=ctx) as pool:
+        for trial in range(12):
+            path = str(tmp_path / f"race{trial}.sqlite")
+            futures = [pool.submit(_open_and_count, path, True) for _ in range(4)]
+            results = [f.result() for f in futures]
+            assert results == ["ok 0"] * 4, results
+            assert Archive.open(path).schema_version == SCHEMA_VERSION

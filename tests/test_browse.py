@@ -1,5 +1,6 @@
 """Browse, report and ship: evo archive, serve (Datasette over HTTP), report, export, dispatch."""
 import json
+import logging
 import socket
 import subprocess
 import sys
@@ -7,9 +8,13 @@ import time
 import urllib.request
 
 import pytest
-from evo.archive import Archive
 
+from evo.archive import Archive
+from evo.cli import main
 from evo.cli.hydra_app import compose
+from evo.cli.tables import format_table
+from evo.core.errors import EvoError
+from evo.report import report
 from evo.search import run_search
 
 pytest.importorskip("matplotlib")
@@ -58,6 +63,45 @@ def test_report_has_every_plot_and_says_it_is_simulated(run_archive, tmp_path):
     assert pngs == ["best_so_far.png", "coverage.png", "failures.png", "operator_probabilities.png",
                     "speedup_by_bucket.png", "speedup_maps.png"]
     assert page.count("data:image/png;base64,") == 6 and "modelled by the CPU test double" in page
+    assert "<td>&lt;1 GFLOP</td>" in page and "<h2>speedup maps</h2>" in page  # autoescaped, titled
+    elites = json.loads(evo("archive", "elites", "--json", str(run_archive)))
+    for e in elites:
+        assert f"<td>{e['time_ms'] * 1e3:.2f}</td><td>{e['speedup']:.3f}</td>" in page
+
+
+@pytest.mark.parametrize("missing", ["matplotlib", "jinja2"])
+def test_report_without_the_report_extra_says_in_one_line_what_to_install(run_archive, tmp_path, monkeypatch,
+                                                                           capsys, missing):
+    monkeypatch.setitem(sys.modules, missing, None)  # `import <missing>` now raises ImportError
+    out = tmp_path / "rep"
+    with pytest.raises(EvoError) as raised:
+        report(str(run_archive), out=str(out))
+    message = str(raised.value)
+    assert "\n" not in message and message.endswith("pip install 'evo-hgemm[report]'")
+    assert {"matplotlib" in message, "Jinja2" in message} == {True}
+    assert not out.exists()
+    evo_log = logging.getLogger("evo")  # main() configures it: put it back afterwards
+    saved = evo_log.handlers[:], evo_log.level, evo_log.propagate
+    try:
+        with pytest.raises(SystemExit) as exited:
+            main(["report", str(run_archive), "--out", str(out)])
+    finally:
+        evo_log.handlers[:], evo_log.propagate = saved[0], saved[2]
+        evo_log.setLevel(saved[1])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"evo: error: {message}\n"
+    assert not out.exists()
+
+
+def test_format_table_formats_values_and_aligns_numbers_right():
+    rows = [{"kernel": "abc", "n": 7, "t": 0.123456, "big": 123456.7, "none": None},
+            {"kernel": "  def", "n": 1234, "t": None, "big": 3.0, "none": None}]
+    lines = format_table(rows, ["kernel", "n", "t", "big", "none"], ["kernel", "count", "t", "big", "none"]).splitlines()
+    assert len(lines) == 4
+    assert lines[0].split() == ["kernel", "count", "t", "big", "none"] and set(lines[1]) == {"-", " "}
+    assert lines[2].split() == ["abc", "7", "0.1235", "123457", "-"]
+    assert lines[3].startswith("  def") and lines[3].split() == ["def", "1234", "-", "3", "-"]
+    assert lines[2].index("7") == lines[3].index("4")  # numbers right-aligned
 
 
 def test_export_writes_sources_cubins_and_a_manifest(run_archive, tmp_path):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from evo.archive import Archive
 from evo.archive import queries as q
-
 from evo.cli.tables import format_table
 
 
@@ -49,8 +48,8 @@ def cmd_elites(args) -> None:
     libs = sorted({lib for r in rows for lib in r["libraries"]})
     if any(r["backend"] == "simulated" for r in rows):
         print("NOTE: backend=simulated: these times are MODELLED by the CPU test double, not measured")
-    _emit(args, rows, ["shape", "kernel", "made_by", "time_us", *[f"vs_{l}" for l in libs], "roofline_fraction", "mode"],
-          ["shape", "kernel", "family/operator", "time_us", *[f"x_{l}" for l in libs], "roofline", "mode"])
+    _emit(args, rows, ["shape", "kernel", "made_by", "time_us", *[f"vs_{lib}" for lib in libs], "roofline_fraction", "mode"],
+          ["shape", "kernel", "family/operator", "time_us", *[f"x_{lib}" for lib in libs], "roofline", "mode"])
 
 
 def cmd_show(args) -> None:

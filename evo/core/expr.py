@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import threading
 from collections.abc import Callable
 
 _BINOPS = {
@@ -27,6 +28,7 @@ def _cdiv(a: int, b: int) -> int:
 
 _FUNCS: dict[str, Callable[..., int]] = {"cdiv": _cdiv, "min": min, "max": max}
 MAX_TEXT = 400
+_PARSE_LOCK = threading.Lock()
 
 
 class ExprError(ValueError):
@@ -43,7 +45,8 @@ class Expr:
         if len(text) > MAX_TEXT:
             raise ExprError(f"expression longer than {MAX_TEXT} characters")
         try:
-            tree = ast.parse(text, mode="eval")
+            with _PARSE_LOCK:  # CPython 3.11's parser is not safe to run on several threads at once
+                tree = ast.parse(text, mode="eval")
         except SyntaxError as e:
             raise ExprError(f"cannot parse {text!r}: {e.msg}") from None
         self.text = text
