@@ -31,14 +31,3 @@ def bucket_table(best: dict[Shape, dict]) -> list[dict]:
 def _median(values: list) -> float | None:
     values = sorted(v for v in values if v)
     return values[len(values) // 2] if values else None
-
-
-def format_bucket_table(rows: list[dict]) -> str:
-    lines = [f"{'FLOP bucket':<14} {'shapes':>6} {'covered':>7} {'geomean vs best lib':>20} {'min':>6} {'max':>6} "
-             f"{'median roofline':>16}"]
-    for r in rows:
-        def f(x, spec=".3f"):
-            return format(x, spec) if x is not None else "-"
-        lines.append(f"{r['bucket']:<14} {r['shapes']:>6} {r['covered']:>7} {f(r['geomean_speedup']):>20} "
-                     f"{f(r['min_speedup'], '.2f'):>6} {f(r['max_speedup'], '.2f'):>6} {f(r['median_roofline']):>16}")
-    return "\n".join(lines)

@@ -10,12 +10,14 @@ import logging
 import random
 from collections import defaultdict
 
+from tabulate import tabulate
+
 from evo.archive.elites import cell_of, elites, offer
 from evo.config import EvoConfig, as_dict
 from evo.core.kernel import Candidate
 from evo.core.logs import RESULT
 from evo.core.shapes import Shape, build_shape_set
-from evo.core.summary import bucket_table, format_bucket_table
+from evo.core.summary import bucket_table
 from evo.families import FAMILIES
 from evo.search.progress import Progress
 from evo.search.session import recorded_session
@@ -81,3 +83,13 @@ def run_sweep(c: EvoConfig, raw=None) -> dict:
             log.info("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items())))
         archive.put_state(run_id, "summary", summary)
         return {"run_id": run_id, "summary": summary, "failures": dict(failures)}
+
+
+def format_bucket_table(rows: list[dict]) -> str:
+    """The rows of `bucket_table` as a terminal table."""
+    def f(x, spec=".3f"):
+        return format(x, spec) if x is not None else "-"
+    return tabulate([[r["bucket"], r["shapes"], r["covered"], f(r["geomean_speedup"]), f(r["min_speedup"], ".2f"),
+                      f(r["max_speedup"], ".2f"), f(r["median_roofline"])] for r in rows],
+                    headers=["FLOP bucket", "shapes", "covered", "geomean vs best lib", "min", "max", "median roofline"],
+                    disable_numparse=True, colalign=("left",) + ("right",) * 6)
