@@ -34,7 +34,26 @@ def test_bad_kernels_are_contained_and_the_next_one_runs(evaluator):
     results = {(e.kernel_id, e.shape): str(e.status) for e in evaluator.evaluate(pairs)}
     assert [results[(c.id, s)] for c, s in pairs] == ["timeout", "ok", "fault", "ok", "fault", "ok", "incorrect",
                                                       "incorrect_after_timing"]
-    assert evaluator.pool.restarts == 3
+    assert evaluator.pool.restarts == 4  # hang, fault, and the crash twice (a silent death is re-run once)
+
+
+def test_a_fault_on_a_later_shape_or_during_timing_is_the_kernels_and_loses_nothing_else(evaluator):
+    """The bugs this guards against: a kernel's second fault came back as worker_error and the worker
+    was not restarted (every later evaluation lost); a fault noticed during timing by torch (whose
+    AcceleratorError is not a RuntimeError) was recorded as worker_error."""
+    good, big = Candidate.make(GOOD), marked("fault-big-m")
+    shapes = [Shape(64, 64, 64), Shape(256, 256, 256), Shape(512, 512, 512), Shape(128, 128, 128), Shape(1024, 128, 64)]
+    pairs = [(big, s) for s in shapes] + [(good, s) for s in shapes]
+    late, bug = marked("fault-timing"), marked("harness-bug")
+    pairs += [(late, shapes[0]), (good, Shape(96, 96, 96)), (bug, shapes[0]), (good, Shape(160, 160, 160))]
+    by_pair = {(e.kernel_id, e.shape): str(e.status) for e in evaluator.evaluate(pairs)}
+    assert len(by_pair) == len(pairs)
+    assert [by_pair[(big.id, s)] for s in shapes] == ["ok", "fault", "fault", "ok", "fault"]
+    assert [by_pair[(good.id, s)] for s in shapes] == ["ok"] * 5
+    assert by_pair[(late.id, shapes[0])] == "fault"  # noticed during timing, not worker_error
+    assert by_pair[(bug.id, shapes[0])] == "worker_error"  # evo's own trouble, said so
+    assert by_pair[(good.id, Shape(96, 96, 96))] == by_pair[(good.id, Shape(160, 160, 160))] == "ok"
+    assert evaluator.pool.restarts == 5  # three faults, the late fault, the harness error
 
 
 def test_static_and_compile_failures_never_reach_the_worker(evaluator):
@@ -86,3 +105,18 @@ def test_every_timing_mode_is_reported(tmp_path, compile_cache):
     assert [t.mode for t in e.timings] == ["rotating", "hot", "server"]
     assert e.timing.mode == "hot" and e.time_ms == e.timings[1].median_ms
     assert e.library_ms and e.speedup == pytest.approx(e.best_library_ms / e.time_ms)
+
+
+def test_selftest_passes_every_case_on_the_test_double(tmp_path, compile_cache):
+    """Each bad kernel carries an `evo-sim` marker that makes the double misbehave like the real
+    kernel does on a GPU, so the self-test's bookkeeping (expected statuses, honest twins, the good
+    kernel after each case) is checked here; the GPU test runs the same cases for real."""
+    from evo.evaluation.selftest import CASES, run_selftest
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=2, cache_dir=str(compile_cache), gpus=[])
+    ev = Evaluator(cfg).start()
+    try:
+        rows = run_selftest(ev)
+    finally:
+        ev.close()
+    assert len(rows) == 2 * len(CASES)
+    assert [r for r in rows if not r["pass"]] == []

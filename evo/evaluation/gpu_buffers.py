@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 
 from evo.core.records import DeviceInfo
-from evo.evaluation.gpu_timing import launches_for, time_events, time_graph, time_server
+from evo.evaluation.gpu_timing import launches_for, time_hot, time_sealed, time_server
 from evo.evaluation.tolerance import error_stats, verdict
 
 if TYPE_CHECKING:
@@ -32,6 +32,9 @@ class Harness(Protocol):
 GUARD_BYTES = 1 << 20
 GUARD_BYTE = 0xA5
 MAX_ROTATING_SETS = 8192
+TIMING_BYTES = 1 << 30  # timing buffers up to 1 GiB: more sets, fewer pauses between timed chunks
+PROJECTION_BYTES = 1 << 28  # fp32 working memory of one group of the projection check
+PROJECTION_SIGMAS = 6.0
 
 
 def fresh_generator() -> tuple[torch.Generator, int]:
@@ -64,25 +67,41 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 class TimingSets:
-    """Buffer sets for timing: one for hot mode, enough for > 3x L2 in rotating and server modes."""
+    """Buffer sets for timing: one in hot mode; in rotating and server modes enough to exceed 3x L2
+    (inputs come cold from memory) and, up to TIMING_BYTES, as many as a replay has launches, so
+    that each set is used once per chunk (see gpu_timing.time_sealed)."""
 
     def __init__(self, harness: Harness, M: int, N: int, K: int, modes: list[str]):
         self.h = harness
+        self.M, self.N, self.K = M, N, K
         set_bytes = 2 * (M * K + K * N + M * N)
-        rotating = any(m in ("rotating", "server") for m in modes)
-        self.n = min(MAX_ROTATING_SETS, max(2, math.ceil(3 * harness.info.l2_bytes / set_bytes))) if rotating else 1
-        gen, _ = fresh_generator()
+        if any(m in ("rotating", "server") for m in modes):
+            cold = max(2, math.ceil(3 * harness.info.l2_bytes / set_bytes))
+            self.n = min(MAX_ROTATING_SETS, max(cold, TIMING_BYTES // set_bytes))
+        else:
+            self.n = 1
+        self.gen, _ = fresh_generator()
         with torch.cuda.stream(harness.stream):
-            self.A = torch.empty(self.n, M, K, dtype=torch.float16, device="cuda").normal_(generator=gen)
-            self.B = torch.empty(self.n, K, N, dtype=torch.float16, device="cuda").normal_(generator=gen)
+            self.A = torch.empty(self.n, M, K, dtype=torch.float16, device="cuda")
+            self.B = torch.empty(self.n, K, N, dtype=torch.float16, device="cuda")
             self.C = torch.empty(self.n, M, N, dtype=torch.float16, device="cuda")
+        self.refresh()
         harness.stream.synchronize()
         self._args: dict = {}
+        self._pick = random.Random(os.urandom(8))
+
+    def refresh(self, i: int | None = None) -> None:
+        """Fresh random inputs and a NaN-poisoned output, for every set or for set i."""
+        pick = slice(None) if i is None else slice(i, i + 1)
+        with torch.cuda.stream(self.h.stream):
+            self.A[pick].normal_(generator=self.gen)
+            self.B[pick].normal_(generator=self.gen)
+            self.C[pick].fill_(float("nan"))
 
     def args(self, kernel: LoadedKernel, i: int):
         if i not in self._args:
             self._args[i] = kernel.args(self.A[i].data_ptr(), self.B[i].data_ptr(), self.C[i].data_ptr(),
-                                        self.A.shape[1], self.B.shape[2], self.A.shape[2])
+                                        self.M, self.N, self.K)
         return self._args[i]
 
     def estimate_ms(self, call: Callable[[int], None]) -> float:
@@ -95,40 +114,62 @@ class TimingSets:
                 call(i % self.n)
             end.record(s)
             end.synchronize()
+        self.refresh()
         return start.elapsed_time(end) / 3
 
-    def time_all(self, call: Callable[[int], None], req: dict, *, verify: Callable[[], str | None] | None = None,
-                 capturable: bool = True):
-        """Time `call` in every requested mode; rotating mode ends with a poisoned, verified replay."""
-        h, timings, post_error = self.h, [], None
+    def check_outputs(self, *, full: bool = False, indices: list[int] | None = None) -> str | None:
+        """Every set's output against its inputs by a random projection (Freivalds: C x against
+        A (B x) in fp32, per row within 6 sigma of fp16 output rounding), and with `full` one random
+        set element by element against the fp32 reference. None when all hold, else the reason."""
+        chosen = list(range(self.n)) if indices is None else indices
+        per_set = 4 * (2 * self.M * self.N + self.M * self.K + self.K * self.N)
+        group = max(1, PROJECTION_BYTES // per_set)
+        with torch.cuda.stream(self.h.stream):
+            x = torch.randn(self.N, 1, device="cuda", generator=self.gen)
+            for g in range(0, len(chosen), group):
+                idx = torch.tensor(chosen[g:g + group], device="cuda")
+                c = self.C[idx].float()
+                got = c @ x
+                want = self.A[idx].float() @ (self.B[idx].float() @ x)
+                spread = ((c * c) @ (x * x)).sqrt()
+                tol = PROJECTION_SIGMAS * 2.0 ** -11 / math.sqrt(3) * spread + 1e-6 * want.abs().mean()
+                bad = ~((got - want).abs() <= tol)  # NaN counts as bad
+                per_set = bad.flatten(1).any(dim=1)
+                if bool(per_set.any()):
+                    k = int(per_set.nonzero()[0, 0])
+                    first, rows = chosen[g + k], int(bad[k].sum())
+                    nan = bool(torch.isnan(self.C[first]).any())
+                    return (f"a timed launch left a wrong output (buffer set {first}: {rows} of {self.M} rows fail the "
+                            f"projection check{'; NaN outputs: elements left unwritten' if nan else ''}); every timed "
+                            f"launch gets fresh inputs and a NaN-poisoned output, so results cannot be reused")
+            if full:
+                i = self._pick.choice(chosen)
+                reason = verdict(error_stats(self.C[i].float(), reference(self.A[i], self.B[i])))
+                if reason:
+                    return f"a timed launch (buffer set {i}) gave a wrong output: {reason}"
+        return None
+
+    def time_all(self, call: Callable[[int], None], req: dict, *, verify: bool = True, capturable: bool = True):
+        """Time `call` in every requested mode; returns (timings, error or None). With `verify`, the
+        outputs of timed launches are checked and the first failure ends the timing."""
+        h, timings = self.h, []
         est = self.estimate_ms(call)
-        timer = time_graph if capturable else time_events
+        target = req.get("target_replay_ms", 20.0)
         for mode in req["modes"]:
             if mode == "server":
-                timings.append(time_server(call, sets=self.n, samples=req.get("server_samples", 40),
-                                           gap_ms=tuple(req.get("server_gap_ms", (0.05, 2.0))), stream=h.stream,
-                                           clock=h.clock, seed=int.from_bytes(os.urandom(4), "little")))
-                continue
-            sets = 1 if mode == "hot" else self.n
-            launches = launches_for(est, req.get("target_replay_ms", 20.0), sets)
-            launches = math.ceil(launches / sets) * sets  # every set equally often
-            timings.append(timer(call, mode=mode, launches=launches, sets=sets, replays=req["replays"],
-                                 stream=h.stream, clock=h.clock))
-            if mode == "rotating" and verify is not None:
-                with torch.cuda.stream(h.stream):
-                    self.C.fill_(float("nan"))
-                    for i in range(self.n):
-                        call(i)
-                h.stream.synchronize()
-                post_error = verify()
-        return timings, post_error
-
-    def verify_sample(self, M: int, N: int, K: int) -> str | None:
-        """Check up to 3 randomly chosen buffer sets after a pass over all of them."""
-        for i in random.Random(os.urandom(8)).sample(range(self.n), min(3, self.n)):
-            with torch.cuda.stream(self.h.stream):
-                stats = error_stats(self.C[i].float(), reference(self.A[i], self.B[i]))
-            reason = verdict(stats)
-            if reason:
-                return f"after {self.n} back-to-back launches over rotating buffers, set {i}: {reason}"
-        return None
+                t, error = time_server(call, sets=self.n, samples=req.get("server_samples", 40),
+                                       gap_ms=tuple(req.get("server_gap_ms", (0.05, 2.0))), stream=h.stream,
+                                       clock=h.clock, seed=int.from_bytes(os.urandom(4), "little"),
+                                       before=self.refresh,
+                                       after=(lambda i: self.check_outputs(indices=[i])) if verify else None)
+            elif mode == "hot" and capturable:
+                t, error = time_hot(call, self, launches=launches_for(est, target, 1), replays=req["replays"],
+                                    stream=h.stream, clock=h.clock, verify=verify)
+            else:
+                chunks = max(1, math.ceil(target / max(est * self.n, 1e-3)))
+                t, error = time_sealed(call, self, mode=mode, chunks=chunks, replays=req["replays"], stream=h.stream,
+                                       clock=h.clock, capturable=capturable, verify=verify)
+            timings.append(t)
+            if error:
+                return timings, f"{mode} timing: {error}"
+        return timings, None

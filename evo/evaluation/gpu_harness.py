@@ -16,7 +16,7 @@ import torch
 
 from evo.core.records import DeviceInfo, KernelResult, Status
 from evo.evaluation import gpu_baselines
-from evo.evaluation.faults import ContextLost
+from evo.evaluation.faults import ContextLost, is_cuda_error
 from evo.evaluation.gpu_buffers import Guarded, TimingSets, fresh_generator, reference
 from evo.evaluation.gpu_launch import CudaError, LoadedKernel, synchronize
 from evo.evaluation.gpu_timing import ClockReader
@@ -92,19 +92,35 @@ class GpuHarness:
             return fail(Status.LAUNCH_ERROR, str(e))
         except torch.cuda.OutOfMemoryError as e:
             return fail(Status.WORKER_ERROR, f"out of GPU memory in the harness: {e}")
-        except RuntimeError as e:
-            text = str(e)
-            if "CUDA" in text or "cuda" in text:  # torch noticed a fault first
-                raise ContextLost(KernelResult(Status.FAULT, f"the kernel faulted: {text.splitlines()[0]}",
+        except ContextLost:
+            raise
+        except Exception as e:  # torch's AcceleratorError, cuda.bindings, anything: the context decides
+            if is_cuda_error(e) or not self.healthy():
+                raise ContextLost(KernelResult(Status.FAULT, f"the kernel faulted: {_first_line(e)}",
                                                backend="gpu", gpu=gpu, launch=req.get("launch"))) from e
             raise
         finally:
+            self._clean_up(kernel, req)
+
+    def _clean_up(self, kernel: LoadedKernel | None, req: dict) -> None:
+        """Unload the module and release memory; an error here (a late fault) is the kernel's."""
+        try:
             if kernel is not None:
-                try:
-                    kernel.unload()
-                except Exception:
-                    pass
+                kernel.unload()
             torch.cuda.empty_cache()
+            torch.cuda.synchronize()
+        except Exception as e:
+            raise ContextLost(KernelResult(Status.FAULT, f"the kernel faulted (noticed while cleaning up): "
+                                           f"{_first_line(e)}", backend="gpu", gpu=self.info.key,
+                                           launch=req.get("launch"))) from e
+
+    def healthy(self) -> bool:
+        """Can this process still run GPU work? (False after a sticky fault.)"""
+        try:
+            torch.cuda.synchronize()
+            return float(torch.ones(1, device="cuda").add_(1).item()) == 2.0
+        except Exception:
+            return False
 
     def _launch_checked(self, kernel: LoadedKernel, args) -> None:
         kernel.launch(args, self.stream.cuda_stream)
@@ -141,7 +157,7 @@ class GpuHarness:
         buffers are freed on return, before the last correctness draw)."""
         sets = TimingSets(self, M, N, K, req["modes"])
         call = lambda i: kernel.launch(sets.args(kernel, i), self.stream.cuda_stream)
-        return sets.time_all(call, req, verify=lambda: sets.verify_sample(M, N, K))
+        return sets.time_all(call, req, verify=True)
 
     def _evaluate_kernel(self, kernel: LoadedKernel, M: int, N: int, K: int, req: dict,
                          progress: Callable[[str], None]) -> KernelResult:
@@ -170,3 +186,8 @@ class GpuHarness:
                                 checks=checks, launch=launch, gpu=gpu, timings=tuple(timings))
         return KernelResult(Status.OK, "", timings=tuple(timings), max_rel_err=max(worst, err), checks=checks + 1,
                             launch=launch, gpu=gpu)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"

@@ -30,6 +30,7 @@ class Job:
     tag: Any = None  # the caller's handle for this job
     prepare: Callable[[DeviceInfo], dict] | None = field(default=None, repr=False)  # per-worker additions
     device: str | None = None  # run only on this GPU (None: any)
+    attempts: int = 0  # times the job was lost with its worker through no fault of its own
 
 
 def visible_gpus() -> list[str]:
@@ -179,11 +180,17 @@ class WorkerPool:
                 if w.conn in ready:
                     try:
                         msg = w.conn.recv()
-                    except (EOFError, OSError):
+                    except (EOFError, OSError):  # died without a word: could be anything, re-run once
                         job, w.job = w.job, None
-                        yield job, _failure(Status.FAULT, f"the worker process died during '{w.stage}' "
-                                                          f"(exit code {w.proc.exitcode})", w.info)
-                        self._restart(i, "its process died")
+                        stage, code = w.stage, w.proc.exitcode
+                        self._restart(i, f"its process died during '{stage}' (exit code {code})")
+                        if job.attempts == 0:
+                            job.attempts += 1
+                            pending.appendleft(job)
+                            log.warning("re-running the job that was in flight on the lost worker, once")
+                        else:
+                            yield job, _failure(Status.FAULT, f"the worker process died during '{stage}' (exit code "
+                                                              f"{code}), twice for this job", w.info)
                         continue
                     if msg.get("type") == "log":
                         relay(msg, w.device)
@@ -194,9 +201,16 @@ class WorkerPool:
                         w.stage, w.deadline = msg["stage"], time.monotonic() + self.stage_timeout_s
                     elif msg["type"] == "result":
                         job, w.job = w.job, None
+                        if msg.get("innocent") and job.attempts == 0:  # the context broke before this job
+                            job.attempts += 1
+                            pending.appendleft(job)
+                            self._restart(i, "its GPU context was broken before the job started; re-running it")
+                            continue
                         yield job, msg
                         if msg.get("context_lost"):
-                            self._restart(i, "the kernel faulted and its CUDA context is lost")
+                            why = ("a harness error" if "harness_error" in msg else
+                                   "the kernel faulted and its CUDA context is lost")
+                            self._restart(i, why)
                 elif time.monotonic() >= w.deadline:
                     job, w.job = w.job, None
                     yield job, _failure(Status.TIMEOUT, f"no progress for {self.stage_timeout_s:g} s during "

@@ -16,7 +16,9 @@ from evo.evaluation.evaluator import Evaluator
 
 log = logging.getLogger(__name__)
 
-SMALL, LARGE_K = Shape(128, 128, 256), Shape(256, 256, 2048)
+SMALL, LARGE_K, TINY = Shape(128, 128, 256), Shape(256, 256, 2048), Shape(64, 64, 64)
+#: a cheat may be at most this much faster than its honest twin (timing noise, not a real gain)
+MAX_CHEAT_GAIN = 1.25
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class Case:
     kernel: str  # file in selftest_kernels/
     shape: Shape
     expected: Status
+    honest: str | None = None  # an honest kernel doing the same work: the case must not be faster
 
 
 CASES = (
@@ -39,6 +42,16 @@ CASES = (
     Case("bad_some_shapes.cu", LARGE_K, Status.INCORRECT),
     Case("bad_stateful.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
     Case("bad_smem_too_big.cu", SMALL, Status.LAUNCH_ERROR),
+    # timer gaming: output reuse, input caches, launch-count tricks
+    Case("bad_reuse_output.cu", SMALL, Status.OK, honest="good.cu"),
+    Case("bad_reuse_grid.cu", SMALL, Status.OK, honest="good.cu"),
+    Case("bad_input_cache.cu", TINY, Status.OK, honest="good_one_block.cu"),
+    Case("bad_launch_count.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
+    Case("bad_launch_zeros.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
+    # faults that used to surface as worker_error
+    Case("bad_fault_big.cu", SMALL, Status.OK),
+    Case("bad_fault_big.cu", LARGE_K, Status.FAULT),
+    Case("bad_fault_late.cu", SMALL, Status.FAULT),
 )
 
 
@@ -47,18 +60,32 @@ def kernel_source(name: str) -> str:
 
 
 def run_selftest(ev: Evaluator, *, cases: tuple[Case, ...] = CASES) -> list[dict]:
-    """Evaluate each case, then the good kernel; returns one row per evaluation with a verdict."""
-    good = Candidate.make(kernel_source("good.cu"), operator="selftest", params={"file": "good.cu"})
+    """Evaluate each case, then the good kernel; returns one row per evaluation with a verdict.
+    A case with an honest twin passes only if it is not more than MAX_CHEAT_GAIN times faster."""
+    def load(name: str) -> Candidate:
+        return Candidate.make(kernel_source(name), operator="selftest", params={"file": name})
+
+    def evaluate(cand: Candidate, shape: Shape):
+        (e,) = list(ev.evaluate([(cand, shape)], measure_libraries=False))
+        return e
+
+    good = load("good.cu")
     rows = []
     for case in cases:
-        bad = Candidate.make(kernel_source(case.kernel), operator="selftest", params={"file": case.kernel})
+        bad = load(case.kernel)
         for cand, shape, expected in ((bad, case.shape, case.expected), (good, SMALL, Status.OK)):
-            (e,) = list(ev.evaluate([(cand, shape)], measure_libraries=False))
+            e = evaluate(cand, shape)
+            ok, note = e.status == expected, e.error.splitlines()[0][:150] if e.error else ""
+            if cand is bad and case.honest and ok:
+                twin = evaluate(load(case.honest), shape)
+                gain = twin.time_ms / e.time_ms if twin.time_ms and e.time_ms else None
+                ok = gain is not None and gain <= MAX_CHEAT_GAIN
+                note = (f"{gain:.2f}x the speed of {case.honest}" if gain else f"{case.honest} not timed") + \
+                    (" (a real gain: the timer was fooled)" if gain and gain > MAX_CHEAT_GAIN else "")
             row = {"kernel": cand.params["file"], "shape": str(shape), "expected": str(expected),
-                   "status": str(e.status), "pass": e.status == expected,
-                   "error": e.error.splitlines()[0][:150] if e.error else ""}
+                   "status": str(e.status), "pass": ok, "error": note}
             rows.append(row)
             level = logging.INFO if row["pass"] else logging.WARNING
             log.log(level, f"{'PASS' if row['pass'] else 'FAIL'}  {row['kernel']:<22} {row['shape']:<13} expected "
-                f"{row['expected']:<24} got {row['status']:<24} {row['error']}")
+                    f"{row['expected']:<24} got {row['status']:<24} {row['error']}")
     return rows

@@ -71,6 +71,10 @@ def _timing(mode: str, ms: float, key: str) -> Timing:
                   launches=1 if mode == "server" else 100, method="simulated")
 
 
+class AcceleratorError(Exception):
+    """Stands for torch.AcceleratorError, which is not a RuntimeError."""
+
+
 class SimulatedHarness:
     """Answers evaluate/peaks like GpuHarness, from the model above."""
 
@@ -80,6 +84,9 @@ class SimulatedHarness:
 
     def peaks(self) -> Peaks:
         return PEAKS
+
+    def healthy(self) -> bool:
+        return True
 
     def evaluate(self, req: dict, progress) -> dict:
         shape = Shape(*req["shape"])
@@ -107,8 +114,10 @@ class SimulatedHarness:
             time.sleep(3600)
         if "crash" in markers:
             os._exit(9)
-        if "fault" in markers:
+        if "fault" in markers or ("fault-big-m" in markers and shape.M >= 256):
             raise ContextLost(result(Status.FAULT, "the kernel faulted: CUDA_ERROR_ILLEGAL_ADDRESS (simulated)"))
+        if "launch-error" in markers:
+            return result(Status.LAUNCH_ERROR, "the module could not be loaded or configured (simulated)")
         if "oob" in markers:
             return result(Status.MEMORY_VIOLATION, "wrote outside its buffers (guard zone of C changed) (simulated)")
         if "incorrect" in markers or ("fp16acc" in markers and shape.K >= 512):
@@ -116,6 +125,10 @@ class SimulatedHarness:
         if "slow" in markers:
             time.sleep(0.2)
         progress("timing")
+        if "fault-timing" in markers:  # as torch reports a fault it notices late: not a RuntimeError
+            raise AcceleratorError("CUDA error: an illegal memory access was encountered (simulated)")
+        if "harness-bug" in markers:  # evo's own trouble, not a CUDA error
+            raise ValueError("a bug in the harness (simulated)")
         ms = model_time_ms(source, shape, self.info.num_sms)
         timings = tuple(_timing(m, ms, source) for m in req["modes"])
         if "stateful" in markers:

@@ -15,7 +15,8 @@ import traceback
 from dataclasses import asdict
 from typing import Any
 
-from evo.evaluation.faults import ContextLost
+from evo.core.records import KernelResult, Status
+from evo.evaluation.faults import ContextLost, is_cuda_error
 
 
 class PipeLogHandler(logging.Handler):
@@ -68,6 +69,10 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
             conn.send({"type": "progress", "id": rid, "stage": stage})
 
         try:
+            if op == "evaluate" and not harness.healthy():  # broken before this job: not its fault
+                conn.send({"type": "result", "id": rid, "gpu": harness.info.key, "context_lost": True,
+                           "innocent": True, "harness_error": "the GPU context was already broken"})
+                os._exit(3)
             if op == "evaluate":
                 payload = harness.evaluate(msg, progress)
             elif op == "peaks":
@@ -81,5 +86,14 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
             sys.stdout.flush()
             os._exit(3)
         except Exception as e:
-            conn.send({"type": "result", "id": rid, "gpu": harness.info.key, "harness_error": f"{type(e).__name__}: {e}",
-                       "trace": traceback.format_exc()[-3000:]})
+            if is_cuda_error(e):  # a CUDA error the harness did not classify: still the kernel's
+                result = KernelResult(Status.FAULT, f"the kernel faulted: {type(e).__name__}: {e}"[:2000],
+                                      backend=backend, gpu=harness.info.key, launch=msg.get("launch"))
+                conn.send({"type": "result", "id": rid, "gpu": harness.info.key, "kernel": result.to_json(),
+                           "libraries": [], "context_lost": True})
+            else:  # evo's own trouble: report it, and start afresh
+                log.error(f"harness error on request {rid}: {type(e).__name__}: {e}")
+                conn.send({"type": "result", "id": rid, "gpu": harness.info.key, "context_lost": True,
+                           "harness_error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-3000:]})
+            sys.stdout.flush()
+            os._exit(3)

@@ -1,5 +1,6 @@
 // BAD KERNEL (hang): spins forever; expected status: timeout.
 #include <cuda_fp16.h>
+// evo-sim: hang
 // @evo grid  = cdiv(N, 16), cdiv(M, 16), 1
 // @evo block = 16, 16, 1
 __device__ volatile int never_set = 0;

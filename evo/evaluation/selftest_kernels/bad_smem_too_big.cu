@@ -1,5 +1,6 @@
 // BAD KERNEL (smem_too_big): asks for more shared memory than a block may have; expected: launch_error.
 #include <cuda_fp16.h>
+// evo-sim: launch-error
 // @evo grid  = cdiv(N, 16), cdiv(M, 16), 1
 // @evo block = 16, 16, 1
 // @evo smem  = 200000

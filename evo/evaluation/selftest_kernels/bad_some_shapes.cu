@@ -1,5 +1,6 @@
 // BAD KERNEL (some_shapes): drops the last 8 k-steps when K > 1024; expected: ok on small K, incorrect on large K.
 #include <cuda_fp16.h>
+// evo-sim: fp16acc
 // @evo grid  = cdiv(N, 16), cdiv(M, 16), 1
 // @evo block = 16, 16, 1
 extern "C" __global__ void hgemm(const half* A, const half* B, half* C, int M, int N, int K) {

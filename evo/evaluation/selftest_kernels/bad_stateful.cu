@@ -1,6 +1,7 @@
 // BAD KERNEL (stateful): correct for its first launches, then skips the work (a result "cached"
 // across launches, as a kernel gaming the timer would); expected: incorrect_after_timing.
 #include <cuda_fp16.h>
+// evo-sim: stateful
 // @evo grid  = cdiv(N, 16), cdiv(M, 16), 1
 // @evo block = 16, 16, 1
 __device__ unsigned int blocks_seen;

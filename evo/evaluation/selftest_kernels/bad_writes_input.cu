@@ -1,5 +1,6 @@
 // BAD KERNEL (writes_input): overwrites A[0]; expected: memory_violation (inputs modified).
 #include <cuda_fp16.h>
+// evo-sim: oob
 // @evo grid  = cdiv(N, 16), cdiv(M, 16), 1
 // @evo block = 16, 16, 1
 extern "C" __global__ void hgemm(const half* A, const half* B, half* C, int M, int N, int K) {
