@@ -21,7 +21,7 @@ def test_a_run_writes_its_log_beside_the_archive_with_worker_messages(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     log = (tmp_path / "a.run1.log").read_text()
     assert "[GPU sim0] worker ready on SIMULATED H200" in log  # from the worker process
-    assert "gen   0 |" in log and "stopped: evaluation budget reached" in log
+    assert "gen   0 |" in log and "evaluation budget reached" in log
     assert "MODELLED by the CPU test double" in log
     assert "gen   0 |" in out.stderr  # the terminal shows the same by default
 
@@ -30,7 +30,7 @@ def test_quiet_hides_progress_but_the_log_file_keeps_everything(tmp_path):
     out = evo("-q", "run", *SMALL, f"archive.path={tmp_path / 'q.sqlite'}")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "gen   0 |" not in out.stderr and "warning: evaluator=simulated" in out.stderr
-    assert "stopped: evaluation budget reached" in out.stderr  # the result is still shown
+    assert "budget reached" in out.stdout and "budget reached" not in out.stderr  # results: stdout
     assert "gen   0 |" in (tmp_path / "q.run1.log").read_text()
 
 
@@ -38,7 +38,7 @@ def test_quiet_sweep_still_prints_its_summary_table(tmp_path):
     out = evo("-q", "sweep", "evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64]", "sweep.budget=2",
               "sweep.sample=shortlist", f"archive.path={tmp_path / 's.sqlite'}")
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "geomean vs best lib" in out.stderr and "sweep [" not in out.stderr
+    assert "geomean vs best lib" in out.stdout and "sweep [" not in out.stderr
 
 
 def test_verbose_shows_debug_messages_from_the_workers(tmp_path):
@@ -58,3 +58,22 @@ def test_multirun_gives_one_archive_per_job_and_a_summary(tmp_path):
         assert (tmp_path / "sweep" / str(job) / "runs.run1.log").is_file()
     assert not (tmp_path / "runs.sqlite").exists()  # nothing written where the jobs would collide
     assert "2 jobs:" in out.stdout and "islands.tournament=1" in out.stdout and "islands.tournament=2" in out.stdout
+
+
+def test_multirun_checks_every_job_before_running_any(tmp_path):
+    out = evo("run", "-m", "islands.tournament=1,-5", *SMALL, f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
+    assert out.returncode == 2, out.stderr[-1000:]
+    assert out.stderr.strip().splitlines()[-1] == "evo: error: islands.tournament=-5: must be >= 1"
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_cfg_job_rejects_a_bad_override_in_one_line(tmp_path):
+    out = evo("run", "--cfg", "job", "shapes=nope", cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.startswith("evo: error: Could not find 'shapes/nope'")
+    assert "base_shapes" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_piping_into_head_ends_quietly(tmp_path):
+    cmd = f"{sys.executable} -m evo run --help | head -1"
+    out = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.stdout.startswith("usage: evo run") and "Traceback" not in out.stderr

@@ -2,6 +2,7 @@
 errors for bad overrides, our own `--help`, and multirun with one archive per job."""
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import sys
@@ -37,7 +38,7 @@ HELP = {
         (("shapes=NAME", "shape set: smoke, grid125, cuda_l2, llm_layers, inline (with shapes.list=[MxNxK,...])"),
          ("search.max_evaluations=N", "budget of (kernel, shape) evaluations"),
          ("islands.n=N islands.population=N", "number and size of the islands"),
-         ("llm=auto|none|anthropic|replay", "LLM operators (auto: on when ANTHROPIC_API_KEY is set)"),
+         ("llm=default|none|anthropic|replay", "LLM operators (default: on when ANTHROPIC_API_KEY is set)"),
          ("evaluator=gpu|simulated", "the GPU, or the CPU test double (modelled times, never measurements)"),
          ("archive.path=FILE", "the SQLite archive (default runs/evo.sqlite)"),
          ("+experiment=quick|long|...", "a preset")),
@@ -119,6 +120,38 @@ def _first_choices(overrides: list[str]) -> list[str]:
     return out
 
 
+#: Hydra's flags that take a value (the value is not an override)
+VALUED_FLAGS = ("--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+                "--config-dir", "-cd", "--experimental-rerun", "--info", "-i")
+
+
+def overrides_of(argv: list[str]) -> list[str]:
+    """The key=value overrides among a command's arguments (Hydra's flags and their values left out)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in VALUED_FLAGS:
+            skip = True
+        elif not a.startswith("-"):
+            out.append(a)
+    return out
+
+
+def sweep_jobs(overrides: list[str], limit: int = 64) -> list[list[str]]:
+    """The override lists of a multirun's jobs (comma sweeps expanded; at most `limit`, the first
+    values of range() sweeps only), so that every job's configuration is checked before any runs."""
+    choices = []
+    for o in overrides:
+        key, eq, value = o.partition("=")
+        if eq and not value.startswith(("[", "{", "'", '"', "range(")) and "," in value:
+            choices.append([f"{key}={v}" for v in value.split(",")])
+        else:
+            choices.append(_first_choices([o]))
+    jobs = [list(c) for c in itertools.islice(itertools.product(*choices), limit)]
+    return jobs or [[]]
+
+
 def group_options() -> dict[str, list[str]]:
     """The options of each config group (the internal `base_*` schemas left out)."""
     root = Path(CONF_DIR)
@@ -186,12 +219,12 @@ def hydra_command(name: str, argv: list[str]) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
     if any(a in ("-h", "--help") for a in argv):
-        print(help_text(name, [a for a in argv if not a.startswith("-")]))
+        print(help_text(name, overrides_of(argv)))
         return
     multirun = any(a in MULTIRUN for a in argv)
-    plain = [a for a in argv if not a.startswith("-")]
-    if not any(a.startswith("-") for a in argv if a not in MULTIRUN):  # reject mistakes in one line
-        compose(_first_choices(plain) if multirun else plain)
+    plain = overrides_of(argv)
+    for overrides in (sweep_jobs(plain) if multirun else [plain]):  # reject mistakes in one line, up front
+        compose(overrides)
     register_configs()
     task = _tasks()[name]
     outcomes: list[JobOutcome] = []

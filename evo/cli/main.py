@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 
 from evo.cli.terminal import configure_logging, fail
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> None:
         print(USAGE)
         return
     configure_logging(level)
+    if hasattr(signal, "SIGPIPE"):  # `evo ... | head`: end quietly when the reader goes away
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     command, rest = args[0], args[1:]
     try:
         if command in HYDRA_COMMANDS:

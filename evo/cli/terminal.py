@@ -1,4 +1,4 @@
-"""What the command line shows: evo's log messages on stderr, and one-line errors."""
+"""What the command line shows: results on stdout, evo's log messages on stderr, one-line errors."""
 from __future__ import annotations
 
 import logging
@@ -17,18 +17,27 @@ class _TerminalFormatter(logging.Formatter):
         return text
 
 
+def _is_result(record: logging.LogRecord) -> bool:
+    return bool(getattr(record, "result", False))
+
+
 def configure_logging(level: int) -> None:
-    """evo's messages to stderr at `level`; a run adds its own log file (see evo.search.session)."""
+    """A command's results (records logged with evo.core.logs.RESULT: tables, the end of a run) go
+    to stdout, whatever the level; every other message at `level` or above to stderr. A run adds
+    its own complete log file (see evo.search.session)."""
     root = logging.getLogger("evo")
     for h in [h for h in root.handlers if getattr(h, "_evo_terminal", False)]:
         root.removeHandler(h)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_TerminalFormatter())
-    handler.setLevel(min(level, logging.INFO))
-    if level > logging.INFO:  # quiet: warnings, errors and results (records logged with RESULT)
-        handler.addFilter(lambda r: r.levelno >= level or bool(getattr(r, "result", False)))
-    handler._evo_terminal = True  # type: ignore[attr-defined]
-    root.addHandler(handler)
+    messages = logging.StreamHandler(sys.stderr)
+    messages.setFormatter(_TerminalFormatter())
+    messages.setLevel(level)
+    messages.addFilter(lambda r: not _is_result(r))
+    results = logging.StreamHandler(sys.stdout)
+    results.setFormatter(logging.Formatter("%(message)s"))
+    results.addFilter(_is_result)
+    for h in (messages, results):
+        h._evo_terminal = True  # type: ignore[attr-defined]
+        root.addHandler(h)
     root.setLevel(min(level, logging.INFO))
     root.propagate = False
 
