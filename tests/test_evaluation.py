@@ -120,3 +120,15 @@ def test_selftest_passes_every_case_on_the_test_double(tmp_path, compile_cache):
         ev.close()
     assert len(rows) == 2 * len(CASES)
     assert [r for r in rows if not r["pass"]] == []
+
+
+def test_a_shape_too_big_for_the_gpu_is_refused_before_any_work():
+    from evo.core.errors import ConfigError
+    from evo.core.records import DeviceInfo
+    from evo.evaluation.limits import check_fits, evaluation_bytes
+    gpu = DeviceInfo("H200", "u", 132, 60 << 20, 232448, memory_bytes=141 * 10**9)
+    check_fits([Shape(16384, 16384, 16384), Shape(1, 4096, 4096)], [gpu])  # 16384^3 needs about 14 GiB
+    assert 10 * 2**30 < evaluation_bytes(Shape(16384, 16384, 16384)) < 20 * 2**30
+    with pytest.raises(ConfigError, match=r"1 shape\(s\) cannot fit the GPU's 131 GiB: 65536x65536x65536"):
+        check_fits([Shape(64, 64, 64), Shape(65536, 65536, 65536)], [gpu])
+    check_fits([Shape(65536, 65536, 65536)], [DeviceInfo("?", "u", 1, 1, 1)])  # unknown memory: no verdict

@@ -101,6 +101,7 @@ class DeviceInfo:
     smem_per_block_optin: int
     max_sm_clock_mhz: float = 0.0
     backend: str = "gpu"
+    memory_bytes: int = 0  # device memory in all (0: unknown)
     extra: dict = field(default_factory=dict)
 
     @property

@@ -51,6 +51,7 @@ class GpuHarness:
             smem = int(getattr(props, "shared_memory_per_block_optin", 232448))
         uuid = str(getattr(props, "uuid", "unknown"))
         return DeviceInfo(name=props.name, uuid=uuid, num_sms=num_sms, l2_bytes=l2, smem_per_block_optin=smem,
+                          memory_bytes=int(props.total_memory),
                           extra={"torch": torch.__version__, "pycuda": bool(attrs),
                                  "capability": f"{props.major}.{props.minor}"})
 

@@ -80,7 +80,8 @@ class SimulatedHarness:
 
     def __init__(self, device: str):
         self.info = DeviceInfo(name="SIMULATED H200 (test double, not a measurement)", uuid=f"sim-{device}",
-                               num_sms=132, l2_bytes=60 * 2**20, smem_per_block_optin=232448, backend="simulated")
+                               num_sms=132, l2_bytes=60 * 2**20, smem_per_block_optin=232448, backend="simulated",
+                               memory_bytes=141 * 10**9)
 
     def peaks(self) -> Peaks:
         return PEAKS
