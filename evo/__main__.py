@@ -1,3 +1,3 @@
-from evo.cli import main
+from evo.cli import entry
 
-main()
+entry()

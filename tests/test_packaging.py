@@ -232,7 +232,7 @@ def test_wheel_contents(installed: Installed) -> None:
         info = next(n for n in names if n.endswith(".dist-info/top_level.txt"))
         assert z.read(info).decode().split() == ["evo"]
         entry = z.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
-        assert re.search(r"^evo\s*=\s*evo\.cli:main\s*$", entry, re.MULTILINE), entry
+        assert re.search(r"^evo\s*=\s*evo\.cli:entry\s*$", entry, re.MULTILINE), entry
 
 
 def test_cli_runs_from_the_installed_package(installed: Installed) -> None:

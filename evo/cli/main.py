@@ -41,8 +41,6 @@ def main(argv: list[str] | None = None) -> None:
         print(USAGE)
         return
     configure_logging(level)
-    if hasattr(signal, "SIGPIPE"):  # `evo ... | head`: end quietly when the reader goes away
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     command, rest = args[0], args[1:]
     try:
         if command in HYDRA_COMMANDS:
@@ -66,3 +64,10 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(e))
     except KeyboardInterrupt:
         fail("interrupted", 130)
+
+
+def entry() -> None:
+    """The `evo` command (and `python -m evo`): main() as a process of its own."""
+    if hasattr(signal, "SIGPIPE"):  # `evo ... | head`: end quietly when the reader goes away
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    main()
