@@ -75,3 +75,19 @@ def test_tensor_map_parameters_must_match_the_declaration():
 def test_malformed_declaration_is_a_rejection():
     rejections = check_source(GOOD.replace("// @evo block = 16, 16", "// @evo block = sixteen"))
     assert rejections and rejections[0].rule == "declaration" and rejections[0].line == 3
+
+
+def test_declarations_parse_safely_from_many_threads_at_once():
+    """The compile stage runs static checks (which parse the launch declaration with `ast`) on a
+    thread pool. CPython 3.11's parser can fail there now and then (SystemError: AST constructor
+    recursion depth mismatch; about once in 1,500 calls in a search), so evo parses under a lock.
+    This stress test checks 1,500 sources on 16 threads and must see no error."""
+    import concurrent.futures as cf
+    from evo.families import FAMILIES
+    sources = []
+    for family in ("hopper", "ampere", "simt"):
+        fam = FAMILIES[family]
+        sources += [fam.render(p) for p in fam.all_valid[:40]]
+    with cf.ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(check_source, sources * (1500 // len(sources))))
+    assert len(results) >= 1400 and all(r == [] for r in results)
