@@ -12,11 +12,19 @@ TABLES = {
     "compiles": "nvcc results: status, trimmed log, registers, shared memory, spills, stack.",
     "policy_state": "The operator probabilities per context after each generation.",
 }
+_CLOCK = "mean SM clock (MHz) read during the samples of the timing mode (0: unknown)"
+_THROTTLED = "1 if a clock reading showed a slowdown reason or an SM clock below 85% of the GPU's maximum"
 COLUMNS = {
-    "evaluations": {"status": "ok, incorrect, fault, timeout, ... (see evo/evaluation/records.py)",
+    "evaluations": {"status": "ok, incorrect, fault, timeout, ... (see evo/core/records.py)",
                     "speedup": "best library time / kernel time, same GPU and timing mode",
                     "backend": "gpu (measured) or simulated (the CPU test double: modelled, not measured)",
-                    "mode": "rotating (cold inputs), hot (same buffers) or server (isolated launches)"},
+                    "mode": "rotating (cold inputs), hot (same buffers) or server (isolated launches)",
+                    "clock_mhz": _CLOCK, "throttled": _THROTTLED + " (in any timing mode)",
+                    "cell_offer": "what the shape's cell made of a correct evaluation: new, improved, slower, or "
+                                  "throttled (kept out: timed on a throttled GPU); empty when never offered"},
+    "baselines": {"clock_mhz": _CLOCK, "throttled": _THROTTLED},
+    "kernels": {"source": "the CUDA source; one over 256 KiB (always rejected for its size) is cut, with a "
+                          "closing line giving its whole length"},
 }
 QUERIES = {
     "elites": {"title": "Best kernel per shape", "sql":
@@ -30,6 +38,9 @@ QUERIES = {
                  "select run_id, operator, outcome, count(*) as calls, sum(input_tokens) as input_tokens, "
                  "sum(output_tokens) as output_tokens, round(sum(cost_usd), 4) as cost_usd "
                  "from llm_calls group by run_id, operator, outcome"},
+    "throttled": {"title": "Evaluations timed on a throttled GPU, per run", "sql":
+                  "select run_id, count(*) as evaluations, sum(throttled = 1) as throttled, "
+                  "sum(throttled = 1 and status = 'ok') as correct_and_throttled from evaluations group by run_id"},
     "lineage": {"title": "Parents of a kernel", "sql":
                 "select l.child, l.parent, l.operator, k.family from lineage l join kernels k on k.id = l.parent "
                 "where l.child = :kernel_id"},

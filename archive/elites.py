@@ -1,11 +1,20 @@
-"""MAP-Elites cells keyed by shape: the fastest correct kernel per cell, and each cell's history."""
+"""MAP-Elites cells keyed by shape: the fastest correct kernel per cell, and each cell's history.
+
+An evaluation timed while the GPU was throttled (any of its timings flagged, see docs/timing.md)
+is kept out of the cells: its time is not a fair one, whichever way it errs. What the cell made of
+each correct evaluation is recorded in its row (`evaluations.cell_offer`), so reports can count
+the evaluations kept out.
+"""
 from __future__ import annotations
 
+import logging
 from enum import IntEnum
 
 from evo.archive.store import Archive, now
 from evo.core.records import Evaluation
 from evo.core.shapes import Shape
+
+log = logging.getLogger(__name__)
 
 
 class AddStatus(IntEnum):
@@ -14,18 +23,33 @@ class AddStatus(IntEnum):
     NEW = 2
 
 
+#: values of `evaluations.cell_offer` (NULL: not offered, or not correct)
+OFFER_NEW, OFFER_IMPROVED, OFFER_SLOWER, OFFER_THROTTLED = "new", "improved", "slower", "throttled"
+
+
 def cell_of(shape: Shape) -> str:
     """The cell of a shape of the run's set: the shape itself ("MxNxK")."""
     return str(shape)
 
 
+def throttled(e: Evaluation) -> bool:
+    """Whether any of the evaluation's timings ran on a throttled GPU (as `evaluations.throttled`)."""
+    return any(t.throttled for t in e.timings)
+
+
 def offer(archive: Archive, run_id: int, cell: str, e: Evaluation) -> AddStatus:
-    """Offer an evaluation to its cell: kept when correct and faster than the cell's elite."""
+    """Offer an evaluation to its cell: kept when correct, timed unthrottled and faster than the
+    cell's elite. The decision on a correct evaluation is written to its row."""
     if not e.ok or e.time_ms is None:
         return AddStatus.NOT_ADDED
     with archive.transaction():
+        if throttled(e):
+            log.debug(f"{e.kernel_id[:12]} at {cell} was timed on a throttled GPU: kept out of the cell")
+            _record(archive, e, OFFER_THROTTLED)
+            return AddStatus.NOT_ADDED
         row = archive.db.execute("select time_ms from elites where run_id = ? and cell = ?", [run_id, cell]).fetchone()
         if row and row[0] <= e.time_ms:
+            _record(archive, e, OFFER_SLOWER)
             return AddStatus.NOT_ADDED
         archive._insert("elites", {
             "run_id": run_id, "cell": cell, "M": e.shape.M, "N": e.shape.N, "K": e.shape.K, "kernel_id": e.kernel_id,
@@ -34,7 +58,13 @@ def offer(archive: Archive, run_id: int, cell: str, e: Evaluation) -> AddStatus:
         archive._insert("elite_history", {"run_id": run_id, "cell": cell, "kernel_id": e.kernel_id,
                                           "time_ms": e.time_ms, "speedup": e.speedup, "evaluations_so_far": count,
                                           "at": now()})
+        _record(archive, e, OFFER_IMPROVED if row else OFFER_NEW)
     return AddStatus.IMPROVE_EXISTING if row else AddStatus.NEW
+
+
+def _record(archive: Archive, e: Evaluation, decision: str) -> None:
+    if e.id is not None:
+        archive.db.conn.execute("update evaluations set cell_offer = ? where id = ?", [decision, e.id])
 
 
 def elites(archive: Archive, run_id: int) -> list[dict]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from evo.archive.records import is_truncated
 from evo.archive.store import Archive
 from evo.core.errors import ArchiveError
 from evo.core.shapes import Shape
@@ -84,9 +85,13 @@ def llm_usage(a: Archive, run_id: int) -> list[dict]:
 
 
 def kernel_source(a: Archive, kernel_id: str) -> str:
+    """A kernel's whole source (refused for one stored cut: such a kernel was rejected for its size)."""
     row = a.db.execute("select source from kernels where id = ?", [kernel_id]).fetchone()
     if row is None:
         raise ArchiveError(f"no kernel {kernel_id!r} in {a.path}")
+    if is_truncated(row[0]):
+        raise ArchiveError(f"kernel {kernel_id} was rejected for its size and {a.path} keeps only the start of "
+                           f"its source: `evo archive show {a.path} {kernel_id[:12]}` prints it")
     return row[0]
 
 
@@ -112,3 +117,30 @@ def elite_history(a: Archive, run_id: int) -> list[dict]:
     """Every improvement of a cell, in order, with the evaluations spent so far."""
     return list(a.db.query("select cell, speedup, evaluations_so_far from elite_history where run_id = ? "
                            "order by id", [run_id]))
+
+
+def throttling(a: Archive, run_id: int) -> dict:
+    """How throttling touched a run: `evaluations` (of `of`) timed on a throttled GPU, `kept_out`
+    (correct ones kept out of the cells for it), `elites` (cells holding a throttled evaluation:
+    archives written before evo kept them out), `library_throttled` of `library` timings on the
+    run's GPUs, and the mean SM clock of the kernels' and of the libraries' timings (MHz). A figure
+    an older archive did not record (schema version 1, read without upgrading) is None."""
+    kept_out = "coalesce(sum(cell_offer = 'throttled'), 0)" if _has(a, "evaluations", "cell_offer") else "null"
+    ev = a.db.execute(f"""select count(*), coalesce(sum(throttled = 1), 0), {kept_out}, avg(nullif(clock_mhz, 0))
+                          from evaluations where run_id = ?""", [run_id]).fetchone()
+    elites_throttled = a.db.execute("""select count(*) from elites c join evaluations v on v.id = c.evaluation_id
+                                       where c.run_id = ? and v.throttled = 1""", [run_id]).fetchone()[0]
+    lib = (None, None)
+    if _has(a, "baselines", "throttled"):
+        lib = a.db.execute("""select coalesce(sum(throttled = 1), 0), avg(nullif(clock_mhz, 0)) from baselines
+                              where (gpu, backend) in (select distinct gpu, backend from evaluations where run_id = ?)""",
+                           [run_id]).fetchone()
+    library = a.db.execute("""select count(*) from baselines where (gpu, backend) in
+                              (select distinct gpu, backend from evaluations where run_id = ?)""", [run_id]).fetchone()[0]
+    return {"evaluations": ev[1], "of": ev[0], "kept_out": ev[2], "elites": elites_throttled, "clock_mhz": ev[3],
+            "library": library, "library_throttled": lib[0], "library_clock_mhz": lib[1]}
+
+
+def _has(a: Archive, table: str, column: str) -> bool:
+    """Whether the file has this column (an archive read without upgrading may predate it)."""
+    return any(row[1] == column for row in a.db.execute(f"pragma table_info([{table}])"))

@@ -1,6 +1,13 @@
 """Typed writers and readers for what the evaluation pipeline produces: kernels, compiles,
 evaluations, library baselines and device peaks. The evaluator decides what to write and when;
-this module only knows how it is stored."""
+this module only knows how it is stored.
+
+A kernel source longer than `SOURCE_LIMIT_BYTES` is stored cut to that length, followed by a
+marker line that gives its whole length. The static checks reject any source above 200,000 bytes
+(`evo.evaluation.static_checks.MAX_SOURCE_BYTES`, kept below this limit), so only kernels that
+could never be compiled are cut, and a cut source, still longer than that, is rejected again if it
+is ever read back and offered to the evaluator. The kernel keeps the id of its whole source.
+"""
 from __future__ import annotations
 
 import json
@@ -10,16 +17,36 @@ from evo.core.kernel import Candidate
 from evo.core.records import CompileResult, DeviceInfo, Evaluation, LibraryResult, Peaks
 from evo.core.shapes import Shape
 
+#: sources above this many bytes (UTF-8) are stored cut to it, with `TRUNCATION_MARKER` after
+SOURCE_LIMIT_BYTES = 256 * 1024
+TRUNCATION_MARKER = "// evo: source truncated in the archive:"
+
+
+def stored_source(source: str) -> str:
+    """The source as the archive keeps it: whole up to `SOURCE_LIMIT_BYTES`, else cut and marked."""
+    data = source.encode()
+    if len(data) <= SOURCE_LIMIT_BYTES:
+        return source
+    kept = data[:SOURCE_LIMIT_BYTES].decode("utf-8", "ignore")  # never half a character
+    return f"{kept}\n{TRUNCATION_MARKER} {len(data)} bytes, the first {SOURCE_LIMIT_BYTES} kept\n"
+
+
+def is_truncated(source: str) -> bool:
+    """Whether a source read from the archive was cut (`stored_source`): only cut ones are longer
+    than the limit, and they end with the marker."""
+    return len(source.encode()) > SOURCE_LIMIT_BYTES and TRUNCATION_MARKER in source[-200:]
+
 
 def add_kernel(a: Archive, c: Candidate, *, run_id: int | None, generation: int | None = None,
                island: int | None = None) -> None:
+    """Record a candidate (once per id) and its lineage; an oversized source is stored cut (`stored_source`)."""
     try:
         decl = json.dumps(c.declaration.text)
     except Exception as e:  # a malformed declaration is recorded as such; the kernel is still kept
         decl = json.dumps({"error": str(e)})
     with a.transaction():
         a._insert("kernels", {
-            "id": c.id, "source": c.source, "family": c.family, "params_json": c.params_json,
+            "id": c.id, "source": stored_source(c.source), "family": c.family, "params_json": c.params_json,
             "operator": c.operator, "parents_json": json.dumps(list(c.parents)), "declaration_json": decl,
             "run_id": run_id, "generation": generation, "island": island, "created_at": now()}, ignore=True)
         for p in c.parents:
@@ -56,7 +83,8 @@ def put_baseline(a: Archive, gpu: str, backend: str, shape: Shape, lib: LibraryR
     a.insert("baselines", {
         "gpu": gpu, "backend": backend, "M": shape.M, "N": shape.N, "K": shape.K, "mode": lib.mode,
         "library": lib.library, "status": lib.status, "error": lib.error, "time_ms": t.median_ms if t else None,
-        "spread": t.spread if t else None, "detail": lib.detail, "measured_at": now()}, replace=True)
+        "spread": t.spread if t else None, "clock_mhz": t.clock_mhz if t else None,
+        "throttled": int(t.throttled) if t else None, "detail": lib.detail, "measured_at": now()}, replace=True)
 
 
 def library_times(a: Archive, gpu: str, shape: Shape, mode: str, backend: str | None = None) -> dict[str, float]:

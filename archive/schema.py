@@ -70,8 +70,19 @@ def _v1_core(db: sqlite_utils.Database) -> None:
                            pk=("run_id", "key"))
 
 
+def _v2_clocks(db: sqlite_utils.Database) -> None:
+    """Library timings keep their SM clock and throttle flag, as kernel evaluations do; an evaluation
+    keeps what its MAP-Elites cell made of it (`cell_offer`: new, improved, slower, or throttled =
+    kept out because the GPU was throttled while it was timed; NULL when never offered)."""
+    # Plain ALTER TABLE: it runs inside the migration's transaction (see Archive._migrate).
+    db.execute("alter table baselines add column clock_mhz REAL")
+    db.execute("alter table baselines add column throttled INTEGER")
+    db.execute("alter table evaluations add column cell_offer TEXT")
+
+
 #: The registry: migration i (1-based) takes an archive from version i-1 to version i.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("core tables", _v1_core),
+    ("library clocks and cell offers", _v2_clocks),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,21 +4,27 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import logging
 import socket
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from evo.archive.connection import ArchiveDatabaseError, connect, is_damage, recover_hint
+from evo.archive.integrity import integrity_problem
+from evo.archive.paths import check_path
 from evo.archive.schema import MIGRATIONS, Migration
 from evo.core.errors import ArchiveError
 from evo.core.version import VERSION
 
 APP_ID = "evo-archive"
+log = logging.getLogger(__name__)
 
 
 def now() -> str:
@@ -32,48 +38,93 @@ def _enable_wal(db: sqlite_utils.Database, wait_s: float = 30.0) -> None:
     while db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         try:
             db.execute("PRAGMA journal_mode = wal")
-        except sqlite3.OperationalError:
-            if time.monotonic() > deadline:
+        except ArchiveDatabaseError as e:
+            if not isinstance(e, sqlite3.OperationalError) or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)
 
 
-class Archive:
-    """One search's SQLite file. Writes go through `transaction()`; every write method commits."""
+def _file_uri(path: Path, mode: str) -> str:
+    return "file:" + urllib.parse.quote(str(path.absolute())) + f"?mode={mode}"
 
-    def __init__(self, db: sqlite_utils.Database, path: Path):
+
+class Archive:
+    """One search's SQLite file. Writes go through `transaction()`; every write method commits.
+
+    `Archive.open(path)` opens for writing (creating or migrating the file, refusing a damaged one);
+    `Archive.open(path, readonly=True)` opens for reading only (browsing, reports, export), without
+    migrating, and sees a running search's latest rows. `damage` holds SQLite's complaint about a
+    damaged file opened read-only (None when its integrity check passed)."""
+
+    def __init__(self, db: sqlite_utils.Database, path: Path, *, readonly: bool = False):
         self.db = db
         self.path = path
+        self.readonly = readonly
+        self.damage: str | None = None
         self._lock = threading.RLock()
         self._depth = 0
 
     # ---- opening -------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | Path, *, create: bool = True,
+    def open(cls, path: str | Path, *, create: bool = True, readonly: bool = False,
              migrations: list[tuple[str, Migration]] | None = None) -> Archive:
+        """Open for writing (create when missing and `create`; migrate an older file), or with
+        `readonly=True` for reading only. Raises ArchiveError with one line for anything else: a
+        path that cannot hold an archive, a file that is not an evo archive, a newer schema, a file
+        that fails SQLite's integrity check (writing only: read-only opens warn and carry on)."""
         path = Path(path)
         migrations = MIGRATIONS if migrations is None else migrations
-        if not path.exists():
-            if not create:
-                raise ArchiveError(f"no archive at {path}: check the path, or run `evo run archive.path={path}` to create one")
+        check_path(path, create=create, readonly=readonly)
+        if readonly:
+            conn = connect(_file_uri(path, "ro"), path=path, readonly=True, uri=True)
+        else:
             path.parent.mkdir(parents=True, exist_ok=True)
+            conn = connect(str(path), path=path, readonly=False)
         try:
-            db = sqlite_utils.Database(sqlite3.connect(str(path), timeout=30, check_same_thread=False))
+            db = sqlite_utils.Database(conn)
             db.execute("PRAGMA busy_timeout = 30000")
-            tables = db.table_names()
-            if not tables or "meta" in tables:  # ours or new: WAL (a foreign file keeps its journal mode)
-                _enable_wal(db)
-        except sqlite3.OperationalError as e:  # locked, busy, unreadable: not a verdict on the file
-            raise ArchiveError(f"cannot open {path}: {e} (another process may hold it; try again)") from None
-        except sqlite3.DatabaseError as e:
-            raise ArchiveError(f"{path} is not a SQLite file ({e})") from None
-        archive = cls(db, path)
-        try:
-            archive._migrate(migrations)
-        except BaseException:
-            db.conn.close()
+            archive = cls(db, path, readonly=readonly)
+            if readonly:
+                archive._check_readable(len(migrations))
+            else:
+                archive._prepare_for_writing()
+                archive._migrate(migrations)
+        except BaseException as e:
+            conn.close()
+            if isinstance(e, ArchiveDatabaseError) and is_damage(e) and "not a database" in str(e).lower():
+                raise ArchiveError(f"{path} is not a SQLite file (nor an evo archive): give the archive of a "
+                                   f"search, e.g. {path.with_name('evo.sqlite')}") from None
             raise
         return archive
+
+    def _prepare_for_writing(self) -> None:
+        """Refuse a damaged file before anything is written; then WAL (a foreign file keeps its
+        journal mode: `_migrate` refuses it)."""
+        tables = self.db.table_names()
+        if tables:
+            problem = integrity_problem(self.db)
+            if problem:
+                raise ArchiveError(f"{self.path} fails SQLite's integrity check ({problem}) and is not written to: "
+                                   f"{recover_hint(self.path)}; `evo archive` and `evo export` still read it")
+        if not tables or "meta" in tables:
+            _enable_wal(self.db)
+
+    def _check_readable(self, target: int) -> None:
+        """A read-only open: an evo archive of this or an older version; warn when it is damaged."""
+        version = self._version()
+        if version == 0:
+            raise ArchiveError(f"{self.path} is empty: not an evo archive yet (`evo run archive.path={self.path}` "
+                               f"makes one)")
+        if version > target:
+            raise ArchiveError(f"{self.path} was written by a newer evo (schema version {version}; this evo "
+                               f"knows up to {target}): upgrade evo to open it")
+        if version < target:
+            log.warning(f"{self.path} has schema version {version} (this evo writes {target}): reading it as it is; "
+                        f"if something fails, upgrade it once with `evo archive upgrade {self.path}`")
+        self.damage = integrity_problem(self.db)
+        if self.damage:
+            log.warning(f"{self.path} is damaged (SQLite's integrity check: {self.damage}): showing what can still "
+                        f"be read, which may be incomplete; {recover_hint(self.path)}")
 
     def _version(self) -> int:
         tables = self.db.table_names()
@@ -106,6 +157,8 @@ class Archive:
                 migrate(self.db)
                 self.db.execute("update meta set value = ? where key = 'schema_version'", [str(number)])
                 self.db.execute("insert into migrations values (?, ?, ?)", [number, name, now()])
+                if version:  # an existing archive, not a new one
+                    log.info(f"{self.path}: schema upgraded to version {number} ({name})")
 
     @property
     def schema_version(self) -> int:
@@ -120,6 +173,8 @@ class Archive:
         """All writes inside commit together or not at all (re-entrant, thread-safe).
 
         An explicit BEGIN: sqlite-utils commits implicit transactions after each statement."""
+        if self.readonly:
+            raise ArchiveError(f"{self.path} was opened read-only (for browsing) and cannot be written")
         with self._lock:
             if self._depth == 0:
                 self.db.conn.execute("BEGIN IMMEDIATE")
@@ -128,12 +183,21 @@ class Archive:
                 yield
             except BaseException:
                 self._depth -= 1
-                if self._depth == 0:
-                    self.db.conn.execute("ROLLBACK")
+                if self._depth == 0 and self.db.conn.in_transaction:
+                    try:
+                        self.db.conn.execute("ROLLBACK")
+                    except ArchiveError as e:  # a damaged file may refuse even this: the first error counts
+                        log.debug(f"rollback failed: {e}")
                 raise
             self._depth -= 1
             if self._depth == 0:
-                self.db.conn.execute("COMMIT")
+                try:
+                    self.db.conn.execute("COMMIT")
+                except ArchiveError:
+                    if self.db.conn.in_transaction:
+                        with contextlib.suppress(ArchiveError):
+                            self.db.conn.execute("ROLLBACK")
+                    raise
 
     def _insert(self, table: str, record: dict[str, Any], *, replace: bool = False, ignore: bool = False) -> int:
         cols = ", ".join(f"[{k}]" for k in record)
@@ -196,6 +260,15 @@ class Archive:
     def get_state(self, run_id: int, key: str, default: Any = None) -> Any:
         row = self.db.execute("select value_json from run_state where run_id = ? and key = ?", [run_id, key]).fetchone()
         return json.loads(row[0]) if row else default
+
+    def delete_state(self, run_id: int, key: str) -> None:
+        with self.transaction():
+            self.db.execute("delete from run_state where run_id = ? and key = ?", [run_id, key])
+
+    def drop_islands(self, run_id: int, from_island: int) -> None:
+        """Forget the saved populations of islands `from_island` and up (a resume with fewer islands)."""
+        with self.transaction():
+            self.db.execute("delete from island_state where run_id = ? and island >= ?", [run_id, from_island])
 
     def count(self, table: str, where: str = "", params: list | None = None) -> int:
         return self.db.execute(f"select count(*) from [{table}]" + (f" where {where}" if where else ""),

@@ -22,7 +22,7 @@ FORMAT = "evo-export/1"
 
 def export(archive_path: str, out: str = "exported", *, run_id: int | None = None, with_cubins: bool = True,
 ) -> dict:
-    a = Archive.open(archive_path, create=False)
+    a = Archive.open(archive_path, readonly=True)
     run = q.resolve_run(a, run_id)
     rows = q.elites(a, run["id"])
     if not rows:

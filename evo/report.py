@@ -1,6 +1,7 @@
 """`evo report`: one self-contained HTML file (plots embedded) plus the PNGs, to understand a run
 in a minute: speedups by bucket and as M x N maps per K, best-so-far per island, operator
-probabilities over time, MAP-Elites coverage and QD-score, failures by cause.
+probabilities over time, MAP-Elites coverage and QD-score, failures by cause, and how many
+evaluations and library timings ran on a throttled GPU (those evaluations are kept out of the cells).
 """
 from __future__ import annotations
 
@@ -199,7 +200,7 @@ def _require_report_extra() -> None:
 
 def report(archive_path: str, *, run_id: int | None = None, out: str | None = None) -> Path:
     _require_report_extra()
-    a = Archive.open(archive_path, create=False)
+    a = Archive.open(archive_path, readonly=True)
     run = q.resolve_run(a, run_id)
     rid = run["id"]
     out_dir = Path(out or f"{Path(archive_path).with_suffix('')}-report-run{rid}")
@@ -224,7 +225,7 @@ def report(archive_path: str, *, run_id: int | None = None, out: str | None = No
             made.append(name)
     table = bucket_table({Shape(e["M"], e["N"], e["K"]): e for e in elites})
     simulated = any(e["backend"] == "simulated" for e in elites)
-    page = _html(run, elites, table, made, out_dir, simulated, n_cells)
+    page = _html(run, elites, table, made, out_dir, simulated, n_cells, q.throttling(a, rid))
     (out_dir / "report.html").write_text(page, encoding="utf-8")
     log.info(f"report: {out_dir / 'report.html'} (+ {len(made)} PNGs)")
     return out_dir / "report.html"
@@ -235,7 +236,7 @@ def _num(x, spec: str = ".3f", scale: float = 1) -> str:
     return format(x * scale, spec) if isinstance(x, (int, float)) else "-"
 
 
-def _html(run, elites, table, pngs, out_dir: Path, simulated: bool, n_cells: int) -> str:
+def _html(run, elites, table, pngs, out_dir: Path, simulated: bool, n_cells: int, throttling: dict) -> str:
     """The page, from the packaged template evo/templates/report.html.j2 (autoescaped)."""
     import jinja2
     env = jinja2.Environment(loader=jinja2.PackageLoader("evo", "templates"), autoescape=True,
@@ -244,4 +245,5 @@ def _html(run, elites, table, pngs, out_dir: Path, simulated: bool, n_cells: int
     images = [{"title": name[:-4].replace("_", " "),
                "data": base64.b64encode((out_dir / name).read_bytes()).decode("ascii")} for name in pngs]
     return env.get_template("report.html.j2").render(
-        run=dict(run), elites=elites, table=table, pngs=images, simulated=simulated, n_cells=n_cells)
+        run=dict(run), elites=elites, table=table, pngs=images, simulated=simulated, n_cells=n_cells,
+        throttling=throttling)

@@ -93,3 +93,36 @@ def make_islands(n: int, shapes: list[Shape], *, specialize: str, families: list
         family = families[i % len(families)] if specialize == "family" else None
         islands.append(Island(i, list(mine), family, capacity=capacity, tournament=tournament))
     return islands
+
+
+def regroup(islands: list[Island], saved: dict[int, dict], measured: list[Individual]) -> str:
+    """Load saved populations into `islands`, whose number may differ from what was saved (a resume
+    with another `islands.n`); returns what changed, "" when nothing did.
+
+    Island i takes saved population i (trimmed to its capacity, when `islands.population` shrank).
+    Saved islands beyond the new number are dissolved: their members join every remaining island
+    that works on their shape, each island keeping its best `capacity`. A new island starts with
+    the best of `measured` (the run's evaluations so far) on its shapes, as if the other islands had
+    sent it migrants; one with nothing measured on its shapes stays empty, makes no children, and
+    fills through migration.
+    """
+    notes = []
+    for isl in islands:
+        if isl.index in saved:
+            isl.load(saved[isl.index])
+            if len(isl.members) > isl.capacity:
+                isl.add([])
+    gone = sorted(i for i in saved if i >= len(islands))
+    for i in gone:
+        members = [Individual.from_json(m) for m in saved[i]["members"]]
+        for isl in islands:
+            isl.add([Individual(m.kernel_id, m.shape, m.fitness) for m in members if m.shape in isl.shapes])
+    if gone:
+        notes.append(f"{len(gone)} island(s) removed, their members joined the remaining islands")
+    new = [isl for isl in islands if isl.index not in saved]
+    for isl in new:
+        isl.add([Individual(m.kernel_id, m.shape, m.fitness) for m in measured if m.shape in isl.shapes])
+    if new and saved:
+        sizes = ", ".join(f"{isl.index}: {len(isl.members)}" for isl in new)
+        notes.append(f"{len(new)} island(s) added, filled with the best kernels measured on their shapes ({sizes})")
+    return "; ".join(notes)

@@ -1,11 +1,16 @@
 """Browse, report and ship: evo archive, serve (Datasette over HTTP), report, export, dispatch."""
+import contextlib
 import json
 import logging
+import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -80,14 +85,16 @@ def test_report_without_the_report_extra_says_in_one_line_what_to_install(run_ar
     assert "\n" not in message and message.endswith("pip install 'evo-hgemm[report]'")
     assert {"matplotlib" in message, "Jinja2" in message} == {True}
     assert not out.exists()
-    evo_log = logging.getLogger("evo")  # main() configures it: put it back afterwards
+    evo_log = logging.getLogger("evo")  # main() configures it, and SIGPIPE: put them back afterwards
     saved = evo_log.handlers[:], evo_log.level, evo_log.propagate
+    sigpipe = signal.getsignal(signal.SIGPIPE)  # left at SIG_DFL, a later write to a closed socket kills pytest
     try:
         with pytest.raises(SystemExit) as exited:
             main(["report", str(run_archive), "--out", str(out)])
     finally:
         evo_log.handlers[:], evo_log.propagate = saved[0], saved[2]
         evo_log.setLevel(saved[1])
+        signal.signal(signal.SIGPIPE, sigpipe)
     assert exited.value.code == 2
     assert capsys.readouterr().err == f"evo: error: {message}\n"
     assert not out.exists()
@@ -123,35 +130,159 @@ def test_export_writes_sources_cubins_and_a_manifest(run_archive, tmp_path):
 
 
 def _free_port() -> int:
+    """A loopback port nothing listens on (the kernel's pick, released at once)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def test_datasette_serves_the_archive_read_only(run_archive):
-    pytest.importorskip("datasette")
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "evo", "archive", "serve", str(run_archive), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+def _answers(port: int) -> bool:
     try:
-        for _ in range(100):
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie (Linux /proc)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+            found.append(int(stat.parent.name))
+    return found
+
+
+linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+
+
+@contextlib.contextmanager
+def _serving(archive, tmp_path):
+    """`evo archive serve` on a free loopback port, with its temporary files under tmp_path/"tmp";
+    yields (process, port, Datasette's pid, log path) once it says it is serving. Whatever the test
+    does, nothing it started outlives it: evo is stopped (killed, with Datasette, if it must be)."""
+    port, tmp, log_path = _free_port(), tmp_path / "tmp", tmp_path / "serve.log"
+    tmp.mkdir(exist_ok=True)
+    with open(log_path, "w") as log_file:
+        proc = subprocess.Popen([sys.executable, "-m", "evo", "archive", "serve", str(archive), "--port", str(port)],
+                                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "TMPDIR": str(tmp)})
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while "read-only on http://" not in log_path.read_text():
+            assert proc.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "evo archive serve did not start within 60 s"
+            time.sleep(0.05)
+        started = _children(proc.pid)
+        assert len(started) == 1, started  # Datasette
+        yield proc, port, started[0], log_path
+    finally:
+        if proc.poll() is None:  # the test ended early: stop it as a user would, then make sure
+            os.kill(proc.pid, signal.SIGTERM)
             try:
-                urllib.request.urlopen(base + "/-/versions.json", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                started += _children(proc.pid)
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        for pid in started:
+            with contextlib.suppress(OSError):
+                if _alive(pid) and b"datasette" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _stop(proc, sig=signal.SIGTERM) -> int:
+    """Send `sig` to evo alone (not its group): evo must pass it on to Datasette."""
+    os.kill(proc.pid, sig)
+    return proc.wait(timeout=30)
+
+
+@linux_only
+def test_datasette_serves_the_archive_read_only(run_archive, tmp_path):
+    pytest.importorskip("datasette")
+    with _serving(run_archive, tmp_path) as (proc, port, datasette_pid, log_path):
+        base = f"http://127.0.0.1:{port}"
+        # "serving" is said only once the server answers: no waiting here
+        assert json.load(urllib.request.urlopen(base + "/-/versions.json", timeout=10))["datasette"]
         db = run_archive.stem
         rows = json.load(urllib.request.urlopen(f"{base}/{db}/elites.json?_shape=array", timeout=10))
         assert len(rows) == 4 and {"cell", "speedup", "kernel_id"} <= set(rows[0])
         meta = json.load(urllib.request.urlopen(f"{base}/-/metadata.json", timeout=10))
         assert "evaluations" in meta["databases"][db]["tables"]
+        throttled = json.load(urllib.request.urlopen(f"{base}/{db}/throttled.json?_shape=array", timeout=10))
+        assert throttled == [{"run_id": 1, "evaluations": Archive.open(run_archive).count("evaluations"),
+                              "throttled": 0, "correct_and_throttled": 0}]
         tables = json.load(urllib.request.urlopen(f"{base}/{db}.json", timeout=10))
         assert "kernels" in [t["name"] for t in tables["tables"]]
         with pytest.raises(urllib.error.HTTPError):  # read-only SQL only: no writes
             urllib.request.urlopen(urllib.request.Request(f"{base}/{db}/-/query",
                                                           data=b"sql=delete+from+runs", method="POST"), timeout=10)
         assert Archive.open(run_archive).count("runs") == 1
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        assert _stop(proc) == 0
+        assert not _alive(datasette_pid) and not _answers(port)
+        assert list((tmp_path / "tmp").iterdir()) == []
+
+
+@linux_only
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_serve_stops_datasette_and_leaves_nothing_behind(tmp_path, sig):
+    pytest.importorskip("datasette")
+    Archive.open(tmp_path / "a.sqlite").close()
+    with _serving(tmp_path / "a.sqlite", tmp_path) as (proc, port, datasette_pid, log_path):
+        assert _alive(datasette_pid) and _answers(port)
+        assert _stop(proc, sig) == 0, log_path.read_text()
+        assert not _alive(datasette_pid)
+        assert not _answers(port)  # nothing listens on the port any more
+        assert list((tmp_path / "tmp").iterdir()) == []  # the metadata folder is gone
+        assert "stopped Datasette on port" in log_path.read_text()
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line_and_exits_2(tmp_path):
+    pytest.importorskip("datasette")
+    Archive.open(tmp_path / "a.sqlite").close()
+    (tmp_path / "tmp").mkdir()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "evo", "archive", "serve", str(tmp_path / "a.sqlite"),
+                              "--port", str(port)], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == (f"evo: error: port {port} on 127.0.0.1 is already in use: stop what listens there, "
+                          f"or choose another port with --port\n")
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_serve_says_so_and_exits_2_when_datasette_does_not_start(tmp_path):
+    pytest.importorskip("datasette")
+    Archive.open(tmp_path / "a.sqlite").close()
+    (tmp_path / "tmp").mkdir()
+    fake = tmp_path / "bin" / "datasette"  # found on PATH before the real one
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'datasette: cannot start (fake)' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    port = _free_port()
+    out = subprocess.run([sys.executable, "-m", "evo", "archive", "serve", str(tmp_path / "a.sqlite"),
+                          "--port", str(port)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "TMPDIR": str(tmp_path / "tmp"),
+                              "PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}"})
+    assert out.returncode == 2 and "read-only on http" not in out.stderr + out.stdout
+    assert out.stderr.splitlines() == ["datasette: cannot start (fake)",
+                                       f"evo: error: Datasette exited (status 3) before serving on port {port}: "
+                                       f"its messages are above"]
+    assert list((tmp_path / "tmp").iterdir()) == []

@@ -83,6 +83,7 @@ def test_declarations_parse_safely_from_many_threads_at_once():
     recursion depth mismatch; about once in 1,500 calls in a search), so evo parses under a lock.
     This stress test checks 1,500 sources on 16 threads and must see no error."""
     import concurrent.futures as cf
+
     from evo.families import FAMILIES
     sources = []
     for family in ("hopper", "ampere", "simt"):

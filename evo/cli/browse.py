@@ -28,14 +28,14 @@ def cmd_runs(args) -> None:
         return
     rows = []
     for p in paths:
-        for r in Archive.open(p, create=False).runs():
+        for r in Archive.open(p, readonly=True).runs():
             rows.append({"archive": p, **r})
     _emit(args, rows, ["archive", "id", "kind", "status", "backend", "created_at", "evaluations", "correct",
                        "kernels", "cells"])
 
 
 def cmd_elites(args) -> None:
-    a = Archive.open(args.archive, create=False)
+    a = Archive.open(args.archive, readonly=True)
     run = q.resolve_run(a, args.run)
     rows = q.elites(a, run["id"])
     if args.json:
@@ -53,7 +53,7 @@ def cmd_elites(args) -> None:
 
 
 def cmd_show(args) -> None:
-    a = Archive.open(args.archive, create=False)
+    a = Archive.open(args.archive, readonly=True)
     k = q.kernel(a, args.kernel)
     if args.json:
         print(json.dumps(k, indent=1, default=str))
@@ -75,7 +75,7 @@ def cmd_show(args) -> None:
 
 
 def cmd_lineage(args) -> None:
-    a = Archive.open(args.archive, create=False)
+    a = Archive.open(args.archive, readonly=True)
     rows = q.lineage(a, args.kernel)
     for r in rows:
         r["kernel"] = "  " * r["depth"] + r["kernel_id"][:12]
@@ -84,7 +84,7 @@ def cmd_lineage(args) -> None:
 
 
 def cmd_diff(args) -> None:
-    a = Archive.open(args.archive, create=False)
+    a = Archive.open(args.archive, readonly=True)
     ka, kb = q.kernel(a, args.a), q.kernel(a, args.b)
     diff = difflib.unified_diff(ka["source"].splitlines(True), kb["source"].splitlines(True),
                                 fromfile=ka["id"][:12], tofile=kb["id"][:12])
@@ -92,17 +92,25 @@ def cmd_diff(args) -> None:
 
 
 def cmd_failures(args) -> None:
-    a = Archive.open(args.archive, create=False)
+    a = Archive.open(args.archive, readonly=True)
     _emit(args, q.failures(a, q.resolve_run(a, args.run)["id"]), ["status", "operator", "count"])
 
 
 def cmd_llm(args) -> None:
-    a = Archive.open(args.archive, create=False)
+    a = Archive.open(args.archive, readonly=True)
     rows = q.llm_usage(a, q.resolve_run(a, args.run)["id"])
     _emit(args, rows, ["operator", "outcome", "calls", "input_tokens", "output_tokens", "cache_read_tokens",
                        "cost_usd", "avg_latency_s"])
     if rows and not args.json:
         print(f"total ${sum(r['cost_usd'] or 0 for r in rows):.4f} over {sum(r['calls'] for r in rows)} calls")
+
+
+def cmd_upgrade(args) -> None:
+    """The one browsing command that writes: migrate the archive to this evo's schema."""
+    a = Archive.open(args.archive, create=False)
+    version = a.schema_version
+    a.close()
+    print(f"{args.archive}: schema version {version}, as this evo writes it")
 
 
 def cmd_serve(args) -> None:
@@ -139,6 +147,8 @@ def archive_cli(argv: list[str]) -> None:
     d.add_argument("b")
     add("failures", cmd_failures, "failed evaluations by cause and operator", run=True)
     add("llm", cmd_llm, "LLM calls, tokens and cost by operator and outcome", run=True)
+    add("upgrade", cmd_upgrade, "migrate an archive written by an older evo to this evo's schema (the other "
+        "browsing commands open archives read-only and read older ones as they are)")
     add("serve", cmd_serve, "browse the archive in Datasette (read-only) on localhost") \
         .add_argument("--port", type=int, default=8001)
     args = p.parse_args(argv)

@@ -19,9 +19,14 @@ def resume_cli(argv: list[str]) -> None:
                 "e.g. raise the budget of a finished run.")
     p.add_argument("archive", help="the search's SQLite archive")
     p.add_argument("--run", type=int, default=None, help="run id (default: the last search run)")
-    p.add_argument("overrides", nargs="*", help="e.g. search.max_evaluations=5000")
+    p.add_argument("--take-over", action="store_true",
+                   help="continue a run still marked as held by a process on another machine (or container) that "
+                        "is known to be gone, e.g. after a kill -9 there; a gone process on this machine is taken "
+                        "over without it")
+    p.add_argument("overrides", nargs="*", help="e.g. search.max_evaluations=5000 islands.n=6 llm=none; settings "
+                   "that change what the archive means (shapes, search.seed, evaluator.backend, ...) are refused")
     a = p.parse_args(argv)
-    resume(a.archive, a.run, overrides=a.overrides)
+    resume(a.archive, a.run, overrides=a.overrides, take_over=a.take_over)
 
 
 def export_cli(argv: list[str]) -> None:

@@ -4,17 +4,21 @@ MAP-Elites cells by shape (`evo run`, `evo resume`), sweeps of the families' gen
 
     result = run_search(config)            # -> SearchResult(archive, run_id, reason)
     result = resume("runs/evo.sqlite")     # continue the last unfinished search run
+    result = resume("runs/evo.sqlite", overrides=["search.max_evaluations=5000"])   # see resume()
 """
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from dataclasses import dataclass
+from importlib import resources
 
 from omegaconf import DictConfig, OmegaConf
 
 from evo.archive import Archive
-from evo.config import EvoConfig, as_dict, validate
+from evo.archive.ownership import refuse_if_held
+from evo.config import GROUPS, EvoConfig, as_dict, validate
 from evo.core.errors import ConfigError, EvoError
 from evo.core.logs import RESULT
 from evo.search.loop import Search
@@ -33,19 +37,20 @@ class SearchResult:
 
 
 def _search(c: EvoConfig, *, raw_config: dict | None = None, resume_run: int | None = None,
-            store_config: bool = False) -> SearchResult:
+            store_config: bool = False, take_over: bool = False) -> SearchResult:
     from evo.mutators.llm import build_llm_operators
-    with recorded_session(c, kind="search", raw_config=raw_config, needs_llm=True, resume_run=resume_run) as s:
-        if store_config:  # a resume with overrides: the run continues under the new configuration
-            s.archive.set_run_config(s.run_id, as_dict(c))
+    with recorded_session(c, kind="search", raw_config=raw_config, needs_llm=True, resume_run=resume_run,
+                          take_over=take_over) as s:
         if resume_run is None:
             log.info(f"resume with `evo resume {s.archive.path}` after a stop")
         llm_ops, note = build_llm_operators(c.llm, archive=s.archive, run_id=s.run_id)
         log.info(note)
-        search = Search(c, s.archive, s.run_id, s.evaluator, llm_operators=llm_ops)
+        search = Search(c, s.archive, s.run_id, s.evaluator, llm_operators=llm_ops, owner=s.owner)
         if search.load():
             log.info(f"resuming run {s.run_id} at generation {search.state.generation} "
                      f"({search.state.spent} evaluations done)")
+        if store_config:  # the resumed session has started: the run continues under the new settings
+            s.archive.set_run_config(s.run_id, as_dict(c))
         reason = search.run()
         log.info(f"stopped: {reason}. Browse with `evo archive elites {s.archive.path}`; "
                  f"export with `evo export {s.archive.path}`", extra=RESULT)
@@ -57,8 +62,39 @@ def run_search(c: EvoConfig, raw=None) -> SearchResult:
     return _search(c, raw_config=as_dict(raw, fallback=c))
 
 
-def resume(path: str, run_id: int | None = None, *, overrides: list[str] | None = None) -> SearchResult:
-    """Continue a stopped or killed search run (the last one by default); overrides change its config."""
+#: Settings a resumed run keeps, and why: changing them would change what the archive's rows mean.
+FIXED = {
+    "shapes": "the shapes are the run's MAP-Elites cells",
+    "search.seed": "the seed made every decision so far; another seed is another run",
+    "evaluator.backend": "measured (gpu) and modelled (simulated) times must not mix in one run",
+    "evaluator.mode": "the cells compare kernels by their time in this timing mode",
+    "evaluator.libraries": "speedups are measured against these libraries",
+    "islands.specialize": "the islands' shapes and families follow from it",
+    "archive": "the archive is the file given to `evo resume`",
+    "sweep": "a setting of `evo sweep`, not of a search",
+    "family": "a setting of `evo sweep`, not of a search",
+    "kernels": "a setting of `evo bench`, not of a search",
+}
+
+
+def resume(path: str, run_id: int | None = None, *, overrides: list[str] | None = None,
+           take_over: bool = False) -> SearchResult:
+    """Continue a stopped or killed search run (the last one by default); overrides change its config.
+
+    Settings that only steer the rest of the search can change: budgets (`search.max_evaluations`,
+    `search.max_wall_hours`), `search.children_per_island` and the other `search.*` pacing keys,
+    `llm.*` (also `llm=none` and the other options of the group), `mutator.*`, the evaluator's
+    timeouts, replays, draws, GPUs and compile settings, and `islands.*` but `specialize`. A changed
+    `islands.n` keeps islands 0..n-1 as saved; removed islands' members join the remaining islands
+    that work on their shapes; added islands start with the best kernels this run measured on their
+    shapes (as if migrants had arrived). Settings in `FIXED` (the shapes, the seed, the evaluator's
+    backend, timing mode and libraries, ...) are refused with a ConfigError naming the key, before
+    anything is written. The new configuration is stored only once the resumed session has started.
+
+    Another process still running the run refuses the resume (RunHeld); `take_over` takes over the
+    claim of a process on another machine that is known to be gone.
+    """
+    overrides = list(overrides or [])
     archive = Archive.open(path, create=False)
     try:
         run = archive.run(run_id) if run_id else archive.last_run("search")
@@ -69,11 +105,80 @@ def resume(path: str, run_id: int | None = None, *, overrides: list[str] | None 
         if run["status"] == "finished" and not overrides:
             raise EvoError(f"run {run['id']} of {path} finished; raise its budget to continue, e.g. "
                            f"`evo resume {path} search.max_evaluations=5000`")
-        c = config_from_dict(json.loads(run["config_json"]), overrides or [])
+        c = resumed_config(json.loads(run["config_json"] or "{}"), overrides, run_id=run["id"])
         c.archive.path = str(path)  # the archive given, wherever the run first wrote it
+        refuse_if_held(archive, run["id"], take_over=take_over)  # early; the session claims the run for good
     finally:
         archive.close()
-    return _search(c, resume_run=run["id"], store_config=bool(overrides))
+    return _search(c, resume_run=run["id"], store_config=bool(overrides), take_over=take_over)
+
+
+def resumed_config(stored: dict, overrides: list[str], *, run_id: int = 0) -> EvoConfig:
+    """A run's stored configuration with a resume's overrides (`key=value`, or `group=option` for
+    the groups under evo.conf); ConfigError naming the override for a bad one or a FIXED key."""
+    base = copy.deepcopy(stored)
+    dotlist, groups = [], {}
+    for o in overrides:
+        key, eq, value = o.partition("=")
+        if not eq or not key or key.startswith(("+", "~")):
+            raise ConfigError(f"{o}: a resume takes key=value overrides of the run's settings (presets such as "
+                              f"+experiment=... and deletions apply to new runs only)")
+        if key in GROUPS:
+            base[key] = _group_option(key, value)
+            groups[key] = o
+        else:
+            dotlist.append(o)
+    try:
+        before = as_dict(config_from_dict(stored, []))
+    except ConfigError as e:
+        raise ConfigError(f"the stored configuration of run {run_id} cannot be used with this evo ({e})") from None
+    for o in dotlist:  # one at a time, so that a bad one is named
+        try:
+            OmegaConf.merge(OmegaConf.structured(EvoConfig), OmegaConf.from_dotlist([o]))
+        except Exception as e:
+            raise ConfigError(f"{o}: {str(e).splitlines()[0]}") from None
+    c = config_from_dict(base, dotlist)
+    after = as_dict(c)
+    for key in _changed(before, after):
+        fixed = next((f for f in FIXED if key == f or key.startswith(f + ".")), None)
+        if fixed:
+            given = groups.get(key.split(".")[0]) or next((o for o in dotlist if o.split("=")[0] == key), f"{key}=...")
+            advice = {"archive": "give the archive to resume as `evo resume PATH`", "sweep": "leave it out",
+                      "family": "leave it out", "kernels": "leave it out"}.get(
+                fixed.split(".")[0], f"start a new run instead, e.g. `evo run {given} archive.path=NEW.sqlite`")
+            raise ConfigError(f"cannot resume with {given}: it changes {key} ({FIXED[fixed]}); {advice}")
+    return c
+
+
+def _group_option(group: str, option: str) -> dict:
+    """The settings of `group=option` as Hydra composes them: the group's defaults, then the option's file."""
+    folder = resources.files("evo.conf") / group
+    file = folder / f"{option}.yaml"
+    if not file.is_file():
+        options = sorted(f.name[:-5] for f in folder.iterdir() if f.name.endswith(".yaml")
+                         and not f.name.startswith("base_"))
+        raise ConfigError(f"{group}={option}: no such option (available: {', '.join(options)})")
+    values = OmegaConf.to_container(OmegaConf.create(file.read_text()))
+    assert isinstance(values, dict)
+    values.pop("defaults", None)
+    try:
+        data = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(GROUPS[group]), values))
+    except Exception as e:
+        raise ConfigError(f"{group}={option}: {str(e).splitlines()[0]}") from None
+    assert isinstance(data, dict)
+    return data
+
+
+def _changed(before: dict, after: dict, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ (lists compare whole)."""
+    out = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _changed(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}")
+    return out
 
 
 def config_from_dict(config: dict, overrides: list[str]) -> EvoConfig:

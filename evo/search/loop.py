@@ -18,6 +18,7 @@ import time
 
 from evo.archive import Archive
 from evo.archive.elites import cell_of, elites, offer
+from evo.archive.ownership import Owner, check_owner
 from evo.archive.search_state import load_run, save_generation
 from evo.config import EvoConfig
 from evo.core.errors import EvoError
@@ -29,6 +30,7 @@ from evo.core.summary import geomean
 from evo.evaluation.evaluator import Evaluator
 from evo.families import FAMILIES
 from evo.islands import Individual, Island, make_islands, migrate
+from evo.islands.population import regroup
 from evo.mutators.policy import OperatorPolicy
 from evo.mutators.rewards import reward
 from evo.mutators.structural import OPERATORS
@@ -41,8 +43,9 @@ TENSOR_CORE_FAMILIES = ["hopper", "ampere"]
 
 class Search:
     def __init__(self, c: EvoConfig, archive: Archive, run_id: int, evaluator: Evaluator, *,
-                 llm_operators: dict | None = None):
+                 llm_operators: dict | None = None, owner: Owner | None = None):
         self.c, self.archive, self.run_id, self.ev = c, archive, run_id, evaluator
+        self.owner = owner  # the session's claim, checked before every save
         self.shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
         self.operators = {name: OPERATORS[name] for name in c.mutator.structural}
         self.operators.update(llm_operators or {})
@@ -57,16 +60,24 @@ class Search:
         self.known: dict[tuple[str, Shape], Outcome] = {}  # evaluated before this generation
         self.replay: dict[tuple[str, Shape], Outcome] = {}  # evaluated in an interrupted generation
         self.candidates: dict[str, Candidate] = {}
+        self.saved_islands = 0  # islands in the saved state (a resume may change islands.n)
 
     # ---- state ---------------------------------------------------------------------------
     STATE_KEYS = ("search", "rng", "policy")
 
     def save(self) -> None:
-        save_generation(self.archive, self.run_id, self.state.generation,
-                        state={"search": self.state.to_json(), "rng": rng_to_json(self.rng),
-                               "policy": self.policy.state()},
-                        islands={isl.index: isl.to_json() for isl in self.islands},
-                        probabilities=self.policy.snapshot())
+        """The generation's state in one transaction, if this session still owns the run."""
+        with self.archive.transaction():
+            if self.owner is not None:
+                check_owner(self.archive, self.run_id, self.owner)
+            if self.saved_islands > len(self.islands):  # a resume removed islands: forget them
+                self.archive.drop_islands(self.run_id, len(self.islands))
+            save_generation(self.archive, self.run_id, self.state.generation,
+                            state={"search": self.state.to_json(), "rng": rng_to_json(self.rng),
+                                   "policy": self.policy.state()},
+                            islands={isl.index: isl.to_json() for isl in self.islands},
+                            probabilities=self.policy.snapshot())
+        self.saved_islands = len(self.islands)
 
     def load(self) -> bool:
         """Restore the state saved at the end of the last finished generation; False if none."""
@@ -76,11 +87,15 @@ class Search:
         self.state = SearchState.from_json(saved.state["search"])
         rng_from_json(self.rng, saved.state["rng"])
         self.policy.load(saved.state["policy"])
-        for index, population in saved.islands.items():
-            self.islands[index].load(population)
         self.candidates.update(saved.candidates)
         for kernel_id, shape, outcome, generation in saved.evaluations:
             (self.known if generation < self.state.generation else self.replay)[(kernel_id, shape)] = outcome
+        measured = [Individual(kid, shape, o.speedup or 0.0) for (kid, shape), o in self.known.items()
+                    if kid in self.candidates]
+        note = regroup(self.islands, saved.islands, measured)
+        if note:
+            log.warning(f"islands.n is now {len(self.islands)} (was {len(saved.islands)}): {note}")
+        self.saved_islands = len(saved.islands)
         return True
 
     # ---- evaluation ----------------------------------------------------------------------
@@ -199,7 +214,7 @@ class Search:
         spent_before = self.state.spent
         remaining = self.c.search.max_evaluations - self.state.spent
         per_island = max(1, min(self.c.search.children_per_island, remaining // max(1, len(self.islands))))
-        plans = [self._plan(isl) for isl in self.islands for _ in range(per_island)]
+        plans = [self._plan(isl) for isl in self.islands if isl.members for _ in range(per_island)]
         self._make_children(plans)
         for p in plans:
             if p.candidate:

@@ -5,8 +5,10 @@
     # -> the run's status is "finished", "stopped" (Ctrl-C) or "failed" (any other exception)
 
 Preflight checks (nvcc, a GPU, an API key, a replay archive) run before the run is recorded, so a
-machine that cannot do the work leaves no run behind. Every session writes a log file beside the
-archive (`runs/evo.sqlite` -> `runs/evo.run3.log`), worker processes' messages included.
+machine that cannot do the work leaves no run behind. A session owns its run while it lasts
+(`evo.archive.ownership`): a second process that tries to continue it is refused with one line.
+Every session writes a log file beside the archive (`runs/evo.sqlite` -> `runs/evo.run3.log`),
+worker processes' messages included.
 """
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evo.archive import Archive
+from evo.archive.ownership import Owner, RunTakenOver, claim, release
 from evo.config import EvoConfig, as_dict
-from evo.core.errors import ConfigError, GpuUnavailable
+from evo.core.errors import ArchiveError, ConfigError, GpuUnavailable
 from evo.evaluation.compiler import nvcc_version
 from evo.evaluation.evaluator import Evaluator
 from evo.evaluation.pool import visible_gpus
@@ -72,37 +75,70 @@ class Session:
     run_id: int
     evaluator: Evaluator
     log_path: Path
+    owner: Owner | None = None  # this session's claim on the run (see evo.archive.ownership)
+
+
+def _take_up(c: EvoConfig, kind: str, raw_config: dict | None, resume_run: int | None,
+             take_over: bool) -> tuple[Archive, int, Owner, str]:
+    """Open the archive and claim the run (a new one, or `resume_run`) before anything else is written."""
+    archive = Archive.open(c.archive.path, create=resume_run is None)
+    try:
+        if resume_run is None:
+            with archive.transaction():  # the run and its owner together
+                run_id = archive.start_run(kind=kind, config=raw_config or as_dict(c), seed=c.search.seed,
+                                           backend=c.evaluator.backend)
+                owner, note = claim(archive, run_id)
+        else:
+            run_id = resume_run
+            owner, note = claim(archive, run_id, take_over=take_over)
+    except BaseException:
+        archive.close()
+        raise
+    return archive, run_id, owner, note
+
+
+def _let_go(archive: Archive, run_id: int, owner: Owner, status: str | None) -> None:
+    """Record the final status and release the run, unless another process took it over."""
+    try:
+        if not release(archive, run_id, owner, status):
+            log.warning(f"run {run_id} was taken over by another process: its status is left to that process")
+    except ArchiveError as e:  # a damaged or vanished file: say so, without hiding what ended the session
+        log.error(f"could not record the end of run {run_id} ({status}): {e}")
 
 
 @contextlib.contextmanager
 def recorded_session(c: EvoConfig, *, kind: str, raw_config: dict | None = None, needs_llm: bool = False,
-                     resume_run: int | None = None) -> Iterator[Session]:
-    """Preflight, open the archive, record the run (or take up `resume_run`), start the evaluator;
-    on leaving, record the run's final status and stop the workers."""
+                     resume_run: int | None = None, take_over: bool = False) -> Iterator[Session]:
+    """Preflight, open the archive, record the run (or take up `resume_run`) and claim it, start
+    the evaluator; on leaving, stop the workers, record the run's final status and release it.
+
+    Another live process holding `resume_run` refuses the session (RunHeld) before anything is
+    written; `take_over` takes a claim that cannot be checked from here (another host)."""
     preflight(c, needs_llm=needs_llm)
-    archive = Archive.open(c.archive.path, create=resume_run is None)
-    if resume_run is None:
-        run_id = archive.start_run(kind=kind, config=raw_config or as_dict(c), seed=c.search.seed,
-                                   backend=c.evaluator.backend)
-    else:
-        run_id = resume_run
+    archive, run_id, owner, note = _take_up(c, kind, raw_config, resume_run, take_over)
     with contextlib.closing(archive), run_log(archive.path, run_id) as log_path:
+        if note:
+            log.warning(note)
         log.info(f"{kind} run {run_id} in {archive.path} (log: {log_path})")
         evaluator = None
+        status: str | None = "failed"
         try:
             evaluator = Evaluator(c.evaluator, archive=archive, run_id=run_id)
             evaluator.start()
             if c.evaluator.backend == "simulated":
                 log.warning("evaluator=simulated: every time is MODELLED by the CPU test double, not measured")
             archive.set_run_status(run_id, "running")
-            yield Session(c, archive, run_id, evaluator, log_path)
-            archive.set_run_status(run_id, "finished")
+            yield Session(c, archive, run_id, evaluator, log_path, owner)
+            status = "finished"
         except KeyboardInterrupt:
-            archive.set_run_status(run_id, "stopped")
+            status = "stopped"
             raise
-        except BaseException:
-            archive.set_run_status(run_id, "failed")
+        except RunTakenOver:
+            status = None
             raise
         finally:
-            if evaluator is not None:
-                evaluator.close()
+            try:
+                if evaluator is not None:
+                    evaluator.close()
+            finally:
+                _let_go(archive, run_id, owner, status)

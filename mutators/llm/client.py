@@ -88,7 +88,7 @@ class ReplayClient:
         from evo.archive import Archive
         from evo.archive.llm_calls import recorded_responses
         self.cfg = cfg
-        source = Archive.open(cfg.replay_from or "", create=False)
+        source = Archive.open(cfg.replay_from or "", readonly=True)
         self.answers = recorded_responses(source)
         source.close()
         if not self.answers:
