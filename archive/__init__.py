@@ -11,7 +11,11 @@ written here. The typed API, by topic:
 - `elites`: MAP-Elites cells keyed by shape, and their history;
 - `search_state`: save a generation, load a run for resume;
 - `llm_calls`: LLM calls and spending, recorded answers for replay;
-- `queries`: read-only queries for browsing, reports, export and the LLM prompts.
+- `queries`: read-only queries for browsing, reports, export and the LLM prompts;
+- `ownership`: who is running a run (one process at a time; stale claims taken over);
+- `connection`, `integrity`, `paths`: SQLite errors as one-line ArchiveErrors, the integrity check
+  on open, odd paths refused before SQLite sees them;
+- `datasette`: table descriptions and canned queries for `evo archive serve`.
 """
 from evo.archive.schema import SCHEMA_VERSION
 from evo.archive.store import Archive

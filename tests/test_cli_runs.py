@@ -77,3 +77,12 @@ def test_piping_into_head_ends_quietly(tmp_path):
     cmd = f"{sys.executable} -m evo run --help | head -1"
     out = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.stdout.startswith("usage: evo run") and "Traceback" not in out.stderr
+
+
+def test_a_shape_that_cannot_fit_the_gpu_is_refused_before_any_evaluation(tmp_path):
+    args = [a for a in SMALL if not a.startswith("shapes.list")]
+    out = evo("run", *args, "shapes.list=[64x64x64,300000x300000x300000]", f"archive.path={tmp_path / 'm.sqlite'}")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1].startswith("evo: error: 1 shape(s) cannot fit the GPU's")
+    runs = Archive.open(tmp_path / "m.sqlite", readonly=True).runs()
+    assert [(r["status"], r["evaluations"]) for r in runs] == [("failed", 0)]

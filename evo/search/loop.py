@@ -305,7 +305,8 @@ class Search:
         rate = self.state.spent / self.state.elapsed_s if self.state.elapsed_s else 0
         best = "  ".join(f"{b}: {geomean(v):.2f}" for b, v in by_bucket.items() if geomean(v))
         fails = ", ".join(f"{k} {v}" for k, v in self.state.failures.most_common(4)) or "none"
-        log.info(f"gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
+        sim = "SIMULATED " if self.c.evaluator.backend == "simulated" else ""
+        log.info(f"{sim}gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
                  f"| {rate:.1f}/s | cells {len(rows)}/{len(self.shapes)} | geomean speedup by bucket: {best} "
                  f"| failures: {fails}")
 

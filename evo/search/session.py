@@ -23,8 +23,10 @@ from evo.archive import Archive
 from evo.archive.ownership import Owner, RunTakenOver, claim, release
 from evo.config import EvoConfig, as_dict
 from evo.core.errors import ArchiveError, ConfigError, GpuUnavailable
+from evo.core.shapes import build_shape_set
 from evo.evaluation.compiler import nvcc_version
 from evo.evaluation.evaluator import Evaluator
+from evo.evaluation.limits import check_fits
 from evo.evaluation.pool import visible_gpus
 
 log = logging.getLogger(__name__)
@@ -123,10 +125,12 @@ def recorded_session(c: EvoConfig, *, kind: str, raw_config: dict | None = None,
         evaluator = None
         status: str | None = "failed"
         try:
-            evaluator = Evaluator(c.evaluator, archive=archive, run_id=run_id)
-            evaluator.start()
             if c.evaluator.backend == "simulated":
                 log.warning("evaluator=simulated: every time is MODELLED by the CPU test double, not measured")
+            evaluator = Evaluator(c.evaluator, archive=archive, run_id=run_id)
+            evaluator.start()
+            if kind != "selftest":  # a shape whose buffers cannot fit the GPU: refused before any work
+                check_fits(build_shape_set(listed=c.shapes.list, grid=c.shapes.grid), evaluator.devices)
             archive.set_run_status(run_id, "running")
             yield Session(c, archive, run_id, evaluator, log_path, owner)
             status = "finished"
