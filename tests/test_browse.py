@@ -58,6 +58,7 @@ def test_archive_commands(run_archive):
     other = elites[1]["kernel_id"]
     assert evo("archive", "diff", str(run_archive), kid, other).startswith("---") or kid == other
     json.loads(evo("archive", "failures", "--json", str(run_archive)))
+    assert json.loads(evo("archive", "--json", "elites", str(run_archive))) == elites  # --json before the command
     assert json.loads(evo("archive", "llm", "--json", str(run_archive))) == []
 
 

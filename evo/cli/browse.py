@@ -125,7 +125,7 @@ def archive_cli(argv: list[str]) -> None:
 
     def add(name, fn, help_, *, archive=True, run=False):
         s = sub.add_parser(name, help=help_, description=help_)
-        s.add_argument("--json", action="store_true", help="machine-readable output")
+        s.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
         if archive:
             s.add_argument("archive", help="the SQLite archive of a search")
         if run:
@@ -134,7 +134,7 @@ def archive_cli(argv: list[str]) -> None:
         return s
 
     s = sub.add_parser("runs", help="list runs and counts", aliases=["ls"])
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     s.add_argument("archives", nargs="*", help="archives (default: runs/*.sqlite)")
     s.set_defaults(fn=cmd_runs)
     add("elites", cmd_elites, "best kernel per shape: time, speedup vs each library, roofline fraction", run=True)
