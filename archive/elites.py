@@ -33,8 +33,10 @@ def cell_of(shape: Shape) -> str:
 
 
 def throttled(e: Evaluation) -> bool:
-    """Whether any of the evaluation's timings ran on a throttled GPU (as `evaluations.throttled`)."""
-    return any(t.throttled for t in e.timings)
+    """Whether the timing that gives the evaluation's time (the fitness mode) ran on a throttled GPU;
+    diagnostic modes measured beside it do not count."""
+    t = e.timing
+    return bool(t and t.throttled)
 
 
 def offer(archive: Archive, run_id: int, cell: str, e: Evaluation) -> AddStatus:

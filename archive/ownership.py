@@ -93,7 +93,9 @@ class Owner:
 def liveness(owner: Owner) -> str:
     """"alive", "gone" (checked on this machine) or "unknown" (another machine or container)."""
     if not owner.here():
-        return "unknown"
+        same_host_rebooted = (owner.host == socket.gethostname() and owner.boot and owner.pidns == _pidns()
+                              and owner.boot != _read("/proc/sys/kernel/random/boot_id"))
+        return "gone" if same_host_rebooted else "unknown"
     try:
         os.kill(owner.pid, 0)
     except ProcessLookupError:

@@ -83,7 +83,7 @@ class EvaluatorConfig:
     backend: str = "gpu"  # gpu | simulated (CPU test double; its numbers are never measurements)
     gpus: list[int] = field(default_factory=list)  # empty: every visible GPU
     draws: int = 3  # random input draws per correctness check
-    mode: str = "rotating"  # timing mode used for fitness: rotating | hot
+    mode: str = "rotating"  # timing mode of the fitness: rotating (hot cannot verify every launch)
     modes: list[str] = field(default_factory=lambda: ["rotating"])  # modes measured per evaluation
     replays: int = 5  # graph replays, median taken
     target_replay_ms: float = 20.0  # launches per graph chosen so one replay lasts about this long
@@ -193,7 +193,11 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     if c.llm.backend == "replay" and not c.llm.replay_from:
         raise ConfigError("llm=replay needs llm.replay_from=PATH (an archive with recorded LLM calls)")
     _choice("evaluator.backend", c.evaluator.backend, ("gpu", "simulated"))
-    _choice("evaluator.mode", c.evaluator.mode, ("rotating", "hot"))
+    if c.evaluator.mode == "hot":
+        raise ConfigError("evaluator.mode=hot: hot mode cannot verify every timed launch (a result cache could "
+                          "look faster), so it never gives the fitness; measure it beside with "
+                          "evaluator.modes=[rotating,hot]")
+    _choice("evaluator.mode", c.evaluator.mode, ("rotating",))
     for m in c.evaluator.modes:
         _choice("evaluator.modes", m, ("rotating", "hot", "server"))
     _at_least("evaluator.draws", c.evaluator.draws, 1)

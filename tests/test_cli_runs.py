@@ -86,3 +86,16 @@ def test_a_shape_that_cannot_fit_the_gpu_is_refused_before_any_evaluation(tmp_pa
     assert out.stderr.strip().splitlines()[-1].startswith("evo: error: 1 shape(s) cannot fit the GPU's")
     runs = Archive.open(tmp_path / "m.sqlite", readonly=True).runs()
     assert [(r["status"], r["evaluations"]) for r in runs] == [("failed", 0)]
+
+
+def test_multirun_range_and_choice_sweeps_are_expanded_and_checked(tmp_path):
+    from evo.cli.hydra_app import sweep_jobs
+    jobs = sweep_jobs(["islands.n=range(1,3)", "islands.tournament=choice(1,2)", "search.seed=interval(0,1)"])
+    assert ["islands.n=2", "islands.tournament=1"] in jobs and ["islands.n=1", "islands.tournament=2"] in jobs
+    out = evo("run", "-m", "islands.tournament=range(-1,2)", *SMALL, f"hydra.sweep.dir={tmp_path / 's'}", cwd=tmp_path)
+    assert out.returncode == 2 and "islands.tournament=-1: must be >= 1" in out.stderr
+
+
+def test_hot_mode_is_refused_as_the_fitness():
+    out = evo("run", "evaluator.mode=hot", "--cfg", "job")
+    assert out.returncode == 2 and "evaluator.modes=[rotating,hot]" in out.stderr

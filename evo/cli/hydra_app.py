@@ -2,7 +2,6 @@
 errors for bad overrides, our own `--help`, and multirun with one archive per job."""
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 import sys
@@ -108,15 +107,28 @@ def compose(overrides: list[str]) -> tuple[EvoConfig, DictConfig]:
     return validate(cfg), cfg
 
 
+def _sweep_values(value: str) -> list[str] | None:
+    """The values a multirun override sweeps over: `a,b,c`, `range(a,b[,step])`, `choice(a,b)`; one
+    value for a plain override; None for a sweep evo does not expand (`interval(...)`, `glob(...)`)."""
+    if value.startswith(("[", "{", "'", '"')):
+        return [value]
+    call = re.fullmatch(r"(\w+)\((.*)\)", value.strip())
+    if call:
+        name, args = call.group(1), [a.strip() for a in call.group(2).split(",") if a.strip()]
+        if name == "range" and args and all(re.fullmatch(r"-?\d+", a) for a in args):
+            return [str(v) for v in range(*map(int, args[:3]))] or [args[0]]
+        return args if name == "choice" and args else None
+    return value.split(",") if "," in value else [value]
+
+
 def _first_choices(overrides: list[str]) -> list[str]:
-    """A multirun's overrides with each sweep (a,b,c or range(...)) replaced by its first value."""
+    """Overrides with each sweep replaced by its first value (sweeps evo cannot expand left out)."""
     out = []
     for o in overrides:
         key, eq, value = o.partition("=")
-        if eq and not value.startswith(("[", "{", "'", '"')) and "," in value:
-            value = value.split(",")[0]
-        m = re.fullmatch(r"range\((-?\d+).*\)", value) if eq else None
-        out.append(f"{key}={m.group(1)}" if m else f"{key}{eq}{value}")
+        values = _sweep_values(value) if eq else [value]
+        if values:
+            out.append(f"{key}{eq}{values[0]}" if eq else o)
     return out
 
 
@@ -138,18 +150,18 @@ def overrides_of(argv: list[str]) -> list[str]:
     return out
 
 
-def sweep_jobs(overrides: list[str], limit: int = 64) -> list[list[str]]:
-    """The override lists of a multirun's jobs (comma sweeps expanded; at most `limit`, the first
-    values of range() sweeps only), so that every job's configuration is checked before any runs."""
-    choices = []
+def sweep_jobs(overrides: list[str]) -> list[list[str]]:
+    """Override lists that together use every value of every swept key (each key's values varied
+    in turn, the other keys at their first value), so that every job's values are checked before
+    any job runs, without composing the whole product."""
+    base = _first_choices(overrides)
+    jobs = [base]
     for o in overrides:
         key, eq, value = o.partition("=")
-        if eq and not value.startswith(("[", "{", "'", '"', "range(")) and "," in value:
-            choices.append([f"{key}={v}" for v in value.split(",")])
-        else:
-            choices.append(_first_choices([o]))
-    jobs = [list(c) for c in itertools.islice(itertools.product(*choices), limit)]
-    return jobs or [[]]
+        values = _sweep_values(value) if eq else None
+        for v in (values or [])[1:]:
+            jobs.append([x if x.partition("=")[0] != key else f"{key}={v}" for x in base])
+    return jobs
 
 
 def group_options() -> dict[str, list[str]]:

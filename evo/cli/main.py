@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     if any(a in VERBOSE for a in args):
         level = logging.DEBUG
     args = [a for a in args if a not in QUIET + VERBOSE]
-    if args[:1] in (["--version"], ["-V"]) or (args[1:2] == ["--version"] and args[0] not in HYDRA_COMMANDS):
+    if args[:1] in (["--version"], ["-V"]) or (len(args) > 1 and "--version" in args[1:]):
         print(f"evo {VERSION}")
         return
     if not args or args[0] in ("-h", "--help", "help"):
@@ -66,8 +66,13 @@ def main(argv: list[str] | None = None) -> None:
         fail("interrupted", 130)
 
 
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def entry() -> None:
     """The `evo` command (and `python -m evo`): main() as a process of its own."""
     if hasattr(signal, "SIGPIPE"):  # `evo ... | head`: end quietly when the reader goes away
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, _stop)  # kill PID: the same clean stop as Ctrl-C (run marked "stopped")
     main()

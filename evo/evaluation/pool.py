@@ -206,16 +206,17 @@ class WorkerPool:
                             pending.appendleft(job)
                             self._restart(i, "its GPU context was broken before the job started; re-running it")
                             continue
-                        yield job, msg
-                        if msg.get("context_lost"):
+                        if msg.get("context_lost"):  # before the reply is handed on: the pool stays whole
                             why = ("a harness error" if "harness_error" in msg else
                                    "the kernel faulted and its CUDA context is lost")
                             self._restart(i, why)
+                        yield job, msg
                 elif time.monotonic() >= w.deadline:
                     job, w.job = w.job, None
-                    yield job, _failure(Status.TIMEOUT, f"no progress for {self.stage_timeout_s:g} s during "
-                                                        f"'{w.stage}' (a hang): the worker was killed", w.info)
+                    reply = _failure(Status.TIMEOUT, f"no progress for {self.stage_timeout_s:g} s during "
+                                                     f"'{w.stage}' (a hang): the worker was killed", w.info)
                     self._restart(i, "a job timed out")
+                    yield job, reply
 
     def _send(self, w: _Worker, job: Job) -> None:
         self._next_id += 1

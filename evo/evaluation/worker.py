@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import traceback
 from dataclasses import asdict
@@ -35,6 +36,7 @@ class PipeLogHandler(logging.Handler):
 
 
 def worker_main(conn, device: str, backend: str = "gpu") -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     os.environ["CUDA_VISIBLE_DEVICES"] = str(device)  # before CUDA is initialised in this process
     os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
     root = logging.getLogger("evo")
