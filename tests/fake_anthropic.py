@@ -37,10 +37,11 @@ class FakeAnthropic:
                 status, payload, delay = server.behaviour(body, len(server.requests))
                 if delay:
                     time.sleep(delay)
-                data = json.dumps(payload).encode()
+                text = isinstance(payload, str)  # a str is sent as an HTML page (a proxy's answer)
+                data = (payload if text else json.dumps(payload)).encode()
                 try:
                     self.send_response(status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", "text/html" if text else "application/json")
                     self.send_header("content-length", str(len(data)))
                     if status == 429:
                         self.send_header("retry-after-ms", "10")

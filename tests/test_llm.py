@@ -13,6 +13,7 @@ from evo.families import FAMILIES
 from evo.mutators.llm import build_llm_operators
 from evo.mutators.llm.edits import EditError, apply_answer
 from evo.mutators.llm.operator import OperatorFailure
+from evo.mutators.policy import OperatorPolicy
 from tests.fake_anthropic import FakeAnthropic, error, message, prompt_of, source_in
 
 PARENT = FAMILIES["ampere"].candidate(dict(FAMILIES["ampere"].default, STAGES=2))
@@ -209,3 +210,69 @@ def test_search_policy_learns_which_prompt_improves_kernels(monkeypatch, tmp_pat
     assert learned and all(p["llm:deepen_pipeline"] > p["llm:retile"] for p in learned), (probs, policy["uses"])
     outcomes = {r["outcome"] for r in archive.db.query("select outcome from llm_calls")}
     assert {"child", "no_edit"} <= outcomes
+
+
+def test_an_answer_that_is_not_a_message_is_a_failed_call_not_a_crash(llm_env):
+    """A 200 whose body is a proxy's HTML page reached the client as a str and raised AttributeError,
+    which ended the run."""
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, "<html><body>proxy login</body></html>", 0)) as server:
+        ops, _ = operators(server, archive, run)
+        with pytest.raises(OperatorFailure, match="not a message") as info:
+            ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
+    assert info.value.kind == "unavailable"
+    assert [r["outcome"] for r in calls(archive)] == ["api_error"]
+
+
+def test_paid_answers_are_recorded_at_once_from_any_thread(llm_env):
+    """Calls were kept in memory until a generation's thread pool returned: Ctrl-C lost them all."""
+    import concurrent.futures as cf
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, message("no edit here"), 0)) as server:
+        ops, _ = operators(server, archive, run)
+        op = ops["llm:deepen_pipeline"]
+
+        def use(_):
+            with pytest.raises(OperatorFailure):
+                op.apply([PARENT], None, shape=SHAPE, info={})
+            return len(calls(Archive.open(archive.path, readonly=True)))  # visible to another reader at once
+
+        with cf.ThreadPoolExecutor(4) as pool:
+            seen = list(pool.map(use, range(8)))
+    assert min(seen) >= 1 and len(calls(archive)) == 8
+    assert all(r["cost_usd"] > 0 and r["outcome"] == "no_edit" for r in calls(archive))
+
+
+def test_an_api_that_refuses_every_call_stops_the_llm_operators_once_and_loudly(llm_env, caplog):
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (401, error("authentication_error", "invalid x-api-key"), 0)) as server:
+        ops, _ = operators(server, archive, run)
+        op = ops["llm:deepen_pipeline"]
+        with pytest.raises(OperatorFailure) as info:
+            op.apply([PARENT], None, shape=SHAPE, info={})
+        assert info.value.kind == "refused"
+        assert not op.applies([PARENT], {})  # no more calls to an API that refuses them
+        assert len(server.requests) == 1
+    assert "LLM operators are off for the rest of the run" in caplog.text
+
+
+def test_api_trouble_is_not_held_against_the_operator(tmp_path, monkeypatch):
+    """A 529 or a timeout counted as a compile error steered the policy away from the LLM operators."""
+    from evo.cli.hydra_app import compose
+    from evo.search import run_search
+    from evo.search.loop import Search
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with FakeAnthropic(lambda req, n: (529, error("overloaded_error", "busy"), 0)) as server:
+        c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[1024x1024x1024]", "llm=anthropic",
+                          f"llm.base_url={server.url}", "llm.prompts=[deepen_pipeline]", "llm.max_retries=0",
+                          "mutator.structural=[]", "search.max_evaluations=12", "islands.n=1", "islands.population=4",
+                          "search.children_per_island=3", "search.progress=false", "islands.specialize=none",
+                          f"archive.path={tmp_path / 'u.sqlite'}"])
+        updates = []
+        monkeypatch.setattr(Search, "STALL_GENERATIONS", 3)
+        original = OperatorPolicy.update
+        monkeypatch.setattr(OperatorPolicy, "update", lambda self, *a: (updates.append(a), original(self, *a)))
+        result = run_search(c, raw)
+    assert "stalled" in result.reason and updates == []
+    state = Archive.open(result.archive, readonly=True).get_state(result.run_id, "search")
+    assert state["failures"].get("llm_unavailable", 0) >= 3

@@ -195,7 +195,7 @@ class Search:
                 list(pool.map(lambda p: self._apply(p, random.Random(0)), llm))
             for recorder in {id(op.recorder): op.recorder for op in self.operators.values()
                              if hasattr(op, "recorder")}.values():
-                recorder.flush()  # the calls' rows, written from this (the main) thread
+                recorder.flush()  # anything still pending (calls are written as they are answered)
 
     def _apply(self, p: Plan, rng: random.Random) -> None:
         try:
@@ -203,7 +203,10 @@ class Search:
                                                            info=self._info(p.parents, p.shape))
             p.failure = "" if p.candidate else "the operator does not apply to this parent"
         except EvoError as e:
-            p.candidate, p.failure = None, str(e)
+            p.candidate, p.failure, p.failure_kind = None, str(e), getattr(e, "kind", "operator")
+        except Exception as e:  # an operator's bug must not end the search: a failed use, logged
+            log.exception(f"operator {p.operator} failed")
+            p.candidate, p.failure, p.failure_kind = None, f"{type(e).__name__}: {e}", "operator"
 
     def _info(self, parents: list[Candidate], shape: Shape) -> dict:
         """What was measured on the parents at this shape (for LLM prompts)."""
@@ -226,7 +229,10 @@ class Search:
         for p in plans:  # in plan order: the same decisions whatever order results arrived in
             if not p.operator:
                 continue
-            if not p.candidate:  # an LLM answer without a usable edit, an API error: a failed use
+            if not p.candidate:  # an LLM answer without a usable edit: a failed use of the operator
+                if p.failure_kind in ("unavailable", "refused", "budget"):  # the API's trouble, not the operator's
+                    self.state.failures[f"llm_{p.failure_kind}"] += 1
+                    continue
                 self.policy.update(p.context, p.operator, self.c.mutator.penalty_compile_error)
                 self.state.failures["operator_failed"] += 1
                 continue

@@ -18,6 +18,7 @@ class Plan:
     parent_fitness: float | None
     context: str
     failure: str = ""  # why the operator produced no candidate
+    failure_kind: str = ""  # "unavailable" (the API, not the operator: no penalty), "no_edit", ...
     parents: list = field(default_factory=list)
 
 

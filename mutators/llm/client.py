@@ -25,7 +25,20 @@ DEFAULT_PRICE = PRICES["claude-sonnet"]
 
 
 class LLMCallError(EvoError):
-    """The request failed after the SDK's retries (or no recorded answer exists in replay)."""
+    """The request failed after the SDK's retries (or no recorded answer exists in replay).
+
+    `kind`: "unavailable" (network, timeout, overload, rate limit, server error, an answer that is not
+    a message: nobody's fault, no penalty for the operator) or "refused" (authentication, permission,
+    unknown model, a rejected request: every later call would fail the same way)."""
+
+    def __init__(self, message: str, kind: str = "unavailable"):
+        super().__init__(message)
+        self.kind = kind
+
+
+#: SDK errors that will not go away by asking again
+REFUSALS = ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "BadRequestError",
+            "UnprocessableEntityError")
 
 
 @dataclass(frozen=True)
@@ -73,9 +86,15 @@ class AnthropicClient:
                     system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
                     messages=[{"role": "user", "content": prompt}])
             except self._sdk.APIError as e:
-                raise LLMCallError(f"{type(e).__name__}: {str(e)[:300]}") from None
-        text = "".join(getattr(b, "text", "") for b in resp.content)
-        u = resp.usage
+                kind = "refused" if type(e).__name__ in REFUSALS else "unavailable"
+                raise LLMCallError(f"{type(e).__name__}: {str(e)[:300]}", kind) from None
+            except Exception as e:  # whatever the SDK or the transport raises: the call failed, the run goes on
+                raise LLMCallError(f"the API call failed: {type(e).__name__}: {str(e)[:300]}") from None
+        content, u = getattr(resp, "content", None), getattr(resp, "usage", None)
+        if not isinstance(content, list) or u is None:  # e.g. a proxy's HTML page with status 200
+            raise LLMCallError(f"the API answered with something that is not a message ({type(resp).__name__}: "
+                               f"{str(resp)[:200]!r}); check llm.base_url and any proxy between")
+        text = "".join(getattr(b, "text", "") for b in content)
         return Reply(text, resp.model or self.cfg.model, u.input_tokens or 0, u.output_tokens or 0,
                      getattr(u, "cache_creation_input_tokens", 0) or 0, getattr(u, "cache_read_input_tokens", 0) or 0,
                      time.monotonic() - start)

@@ -1,6 +1,7 @@
 """An LLM operator: render its prompt, ask the model, apply the edits, record everything."""
 from __future__ import annotations
 
+import logging
 import random
 from importlib import resources
 
@@ -13,6 +14,8 @@ from evo.mutators.llm.client import LLMCallError, prompt_hash
 from evo.mutators.llm.edits import EditError, apply_answer
 from evo.mutators.llm.prompts import PromptTemplate
 
+log = logging.getLogger(__name__)
+
 EDIT_RULES = {
     "search_replace": (
         "Answer with one or more edits of the parent source, each exactly in this form:\n"
@@ -24,7 +27,13 @@ EDIT_RULES = {
 
 
 class OperatorFailure(EvoError):
-    """An LLM operator use produced no candidate (API error, no usable edit, budget)."""
+    """An LLM operator use produced no candidate. `kind`: "unavailable" (the API could not answer:
+    no penalty), "refused" (the API refuses every call: the LLM operators stop), "no_edit" (the
+    answer held no usable edit: the operator's fault), "budget"."""
+
+    def __init__(self, message: str, kind: str = "no_edit"):
+        super().__init__(message)
+        self.kind = kind
 
 
 def system_prompt() -> str:
@@ -38,7 +47,7 @@ class LLMOperator:
         self.arity = template.arity
 
     def applies(self, parents: list[Candidate], info: dict) -> bool:
-        if self.recorder.exhausted():
+        if self.recorder.exhausted() or getattr(self.client, "refused", None):
             return False
         outcome = info.get(parents[0].id)
         failed = outcome is not None and str(outcome.status) != "ok"
@@ -56,7 +65,9 @@ class LLMOperator:
 
     def apply(self, parents: list[Candidate], rng: random.Random, *, shape: Shape, info: dict) -> Candidate:
         if self.recorder.exhausted():
-            raise OperatorFailure(f"the LLM budget of ${self.recorder.budget_usd:g} is spent")
+            raise OperatorFailure(f"the LLM budget of ${self.recorder.budget_usd:g} is spent", "budget")
+        if getattr(self.client, "refused", None):
+            raise OperatorFailure(f"the API refuses calls: {self.client.refused}", "refused")
         system = system_prompt()
         prompt = self.render(parents, shape, info)
         model = self.client.cfg.model
@@ -66,7 +77,11 @@ class LLMOperator:
             reply = self.client.complete(system, prompt)
         except LLMCallError as e:
             self.recorder.record(**row, outcome="api_error", error=str(e))
-            raise OperatorFailure(str(e)) from None
+            if e.kind == "refused" and not getattr(self.client, "refused", None):
+                self.client.refused = str(e)
+                log.error(f"the Messages API refused a call ({e}): LLM operators are off for the rest of the run; "
+                          f"check ANTHROPIC_API_KEY, llm.model and llm.* settings, then `evo resume`")
+            raise OperatorFailure(str(e), e.kind) from None
         row.update(response=reply.text, model=reply.model, input_tokens=reply.input_tokens,
                    output_tokens=reply.output_tokens, cache_write_tokens=reply.cache_write_tokens,
                    cache_read_tokens=reply.cache_read_tokens, cost_usd=reply.cost_usd, latency_s=reply.latency_s,

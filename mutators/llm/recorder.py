@@ -1,21 +1,28 @@
 """Every LLM call into the archive, and the spending budget.
 
-LLM calls run on worker threads; SQLite writes happen on the main thread only: rows recorded on
-another thread wait in `pending` until the search calls `flush()` after the calls return.
+Each call is written the moment it is answered, from whichever thread made it, through a
+connection of the recorder's own (SQLite serialises it with the search's writes), so a paid answer
+is never lost to a crash or Ctrl-C, and a resumed run counts what was spent. Spending the budget
+is announced once.
 """
 from __future__ import annotations
 
+import logging
 import threading
 
+from evo.archive import Archive
 from evo.archive.llm_calls import add_llm_calls, llm_spent
 from evo.archive.store import now
+
+log = logging.getLogger(__name__)
 
 
 class Recorder:
     def __init__(self, archive, run_id: int | None, *, budget_usd: float):
         self.archive, self.run_id, self.budget_usd = archive, run_id, budget_usd
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.pending: list[dict] = []
+        self._writer: Archive | None = None
         self.spent_usd = 0.0
         if archive is not None and run_id is not None:
             self.spent_usd = llm_spent(archive, run_id)
@@ -25,13 +32,18 @@ class Recorder:
 
     def record(self, **row) -> None:
         with self._lock:
+            was_exhausted = self.exhausted()
             self.spent_usd += row.get("cost_usd") or 0.0
             self.pending.append({"run_id": self.run_id, "created_at": now(), **row})
-        if threading.current_thread() is threading.main_thread():
+            if self.exhausted() and not was_exhausted:
+                log.warning(f"the LLM budget of ${self.budget_usd:g} is spent (${self.spent_usd:.2f}): LLM operators "
+                            f"are off for the rest of the run; raise llm.budget_usd with `evo resume` to go on")
             self.flush()
 
     def flush(self) -> None:
         with self._lock:
             rows, self.pending = self.pending, []
-        if self.archive is not None and rows:
-            add_llm_calls(self.archive, rows)
+            if self.archive is not None and rows:
+                if self._writer is None:  # its own connection: the search's is not for other threads
+                    self._writer = Archive.open(self.archive.path)
+                add_llm_calls(self._writer, rows)
