@@ -61,9 +61,11 @@ class _Worker:
             self.kill()
             raise GpuUnavailable(f"the worker for GPU {device} did not start within {start_timeout_s:g} s")
         msg = self.receive()
-        while msg.get("type") == "log":
+        while msg is not None and msg.get("type") == "log":
             msg = self.receive() if self.conn.poll(start_timeout_s) else {"type": "startup_error",
                                                                           "error": "no answer after its start"}
+        if msg is None:
+            msg = {"type": "startup_error", "error": f"the process exited with code {self.proc.exitcode}"}
         if msg["type"] != "ready":
             self.kill()
             raise GpuUnavailable(f"the worker for GPU {device} could not start: {msg.get('error')}\n{msg.get('trace', '')}")
@@ -73,12 +75,13 @@ class _Worker:
         self.deadline = 0.0
         self.stage = ""
 
-    def receive(self) -> dict:
-        """The next message; log records are passed to this process's log on the way."""
+    def receive(self) -> dict | None:
+        """The next message, or None when the process is gone; log records are passed to this
+        process's log on the way (and returned too, so callers can skip them)."""
         try:
             msg = self.conn.recv()
         except (EOFError, OSError):
-            return {"type": "startup_error", "error": f"the process exited with code {self.proc.exitcode}"}
+            return None
         if msg.get("type") == "log":
             relay(msg, self.device)
         return msg
@@ -178,9 +181,8 @@ class WorkerPool:
                 if w.job is None:
                     continue
                 if w.conn in ready:
-                    try:
-                        msg = w.conn.recv()
-                    except (EOFError, OSError):  # died without a word: could be anything, re-run once
+                    msg = w.receive()
+                    if msg is None:  # died without a word: could be anything, re-run once
                         job, w.job = w.job, None
                         stage, code = w.stage, w.proc.exitcode
                         self._restart(i, f"its process died during '{stage}' (exit code {code})")
@@ -193,7 +195,6 @@ class WorkerPool:
                                                               f"{code}), twice for this job", w.info)
                         continue
                     if msg.get("type") == "log":
-                        relay(msg, w.device)
                         continue
                     if msg.get("id") != w.job_id:
                         continue  # a late message of a job already given up on
