@@ -117,6 +117,17 @@ def _spin(stream: torch.cuda.Stream, us: float = 50.0) -> None:
             sleep(int(us * 2000))  # cycles at ~2 GHz
 
 
+def _timed_ms(run: Callable[[], None], stream: torch.cuda.Stream, start: torch.cuda.Event,
+              end: torch.cuda.Event) -> float:
+    """GPU time of the work `run` queues on `stream`, with the submission latency hidden (_spin)."""
+    _spin(stream)
+    start.record(stream)
+    run()
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
 def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, replays: int,
                 stream: torch.cuda.Stream, clock: ClockReader, capturable: bool = True,
                 verify: bool = True) -> tuple[Timing, str | None]:
@@ -156,12 +167,7 @@ def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, re
             total = 0.0
             for c in range(chunks):
                 sets.refresh()
-                _spin(stream)
-                start.record(stream)
-                chunk()
-                end.record(stream)
-                end.synchronize()
-                total += start.elapsed_time(end)
+                total += _timed_ms(chunk, stream, start, end)
                 error = sets.check_outputs(full=c == chunks - 1) if verify else None
                 if error:
                     break
@@ -198,15 +204,8 @@ def time_hot(call: Callable[[int], None], sets, *, launches: int, replays: int, 
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         samples, clocks = [], []
         for _ in range(replays):
-            times = []
-            for graph in (full, alone):
-                _spin(stream)
-                start.record(stream)
-                graph.replay()
-                end.record(stream)
-                end.synchronize()
-                times.append(start.elapsed_time(end))
-            samples.append(max(times[0] - times[1], 1e-6) / launches)
+            with_kernel, poison_only = (_timed_ms(g.replay, stream, start, end) for g in (full, alone))
+            samples.append(max(with_kernel - poison_only, 1e-6) / launches)
             clocks.append(clock.read())
         full.replay()
         stream.synchronize()
