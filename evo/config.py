@@ -17,7 +17,7 @@ from evo.core.shapes import build_shape_set
 #: the choices of `mutator.structural` and `family` (evo.mutators and evo.families implement
 #: exactly these; a test keeps the lists in step)
 STRUCTURAL_OPERATORS = ("mutate_one", "mutate_many", "crossover", "change_family")
-FAMILY_NAMES = ("simt", "ampere", "hopper")
+FAMILY_NAMES = ("simt", "ampere", "hopper", "skinny")
 
 
 @dataclass

@@ -34,6 +34,14 @@ def test_ampere_split_k_kernel_compiles(compiler):
     assert r.ok, r.log
 
 
+def test_skinny_kernels_compile_without_spills(compiler):
+    fam = FAMILIES["skinny"]
+    for change in (dict(MP=8, SPLIT_K=12), dict(MP=64, BN=256, WARPS=4, STAGES=3, SPLIT_K=3), dict(MP=32, BK=32)):
+        r = compiler.compile(fam.render(dict(fam.default, **change)))
+        assert r.ok, r.log
+        assert r.resources.spill_stores == 0 and r.resources.stack == 0, change
+
+
 def test_broken_kernel_keeps_the_error_text(compiler):
     r = compiler.compile(BROKEN)
     assert r.status == "error"

@@ -21,7 +21,7 @@ from evo.evaluation.evaluator import Evaluator
 from evo.families import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[2]
-PICKS = {"hopper": 6, "ampere": 3, "simt": 1}  # shortlist picks per shape, besides the default
+PICKS = {"hopper": 6, "skinny": 4, "ampere": 3, "simt": 1}  # shortlist picks per shape, besides the default
 EXTRA = {"hopper": [dict(FAMILIES["hopper"].default, CLUSTER_M=2),
                     dict(FAMILIES["hopper"].default, BM=128, BN=128, STAGES=5, CLUSTER_M=2, PERSISTENT=0)]}
 UNALIGNED = [Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333), Shape(129, 136, 8), Shape(1, 8, 8),

@@ -29,11 +29,13 @@ class Family:
     _derive: Callable[[Params], dict[str, str]] = field(repr=False)  # template values beyond the params
     default: Params = field(default_factory=dict)
     _suggest: Callable[[int, int, int, int], list[Params]] | None = field(default=None, repr=False)
+    default_in_shortlist: bool = True  # False: a shape the heuristic does not cover gets no pick at all
 
     def suggest(self, M: int, N: int, K: int, num_sms: int = 132, limit: int = 8) -> list[Params]:
         """A shortlist of promising configurations for one shape (a heuristic, like a library's)."""
         out: list[Params] = []
-        for p in (self._suggest(M, N, K, num_sms) if self._suggest else []) + [self.default]:
+        fallback = [self.default] if self.default_in_shortlist else []
+        for p in (self._suggest(M, N, K, num_sms) if self._suggest else []) + fallback:
             if self.valid(p) and p not in out:
                 out.append(p)
         return out[:limit]
@@ -88,6 +90,19 @@ def split_for(tiles: int, k_tiles: int, num_sms: int, cap: int = 32, min_k_tiles
     while tiles * split * 2 <= num_sms and k_tiles // (split * 2) >= min_k_tiles and split * 2 <= cap:
         split *= 2
     return split
+
+
+#: split-K counts of the families whose splits are plain K ranges (any count works; the last split may be short)
+ANY_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32)
+
+
+def wave_split(M: int, N: int, bm: int, bn: int, k_tiles: int, num_sms: int, min_k_tiles: int = 4,
+               cap: int = 32) -> int:
+    """The split count (powers of two or not) that best fills whole waves of `num_sms` work slots,
+    by `tile_score`: 40 tiles split 3 ways fill 120 of 132 SMs, where 2 ways fill 80 and 4 ways
+    spill a second wave."""
+    usable = [s for s in ANY_SPLITS if s <= cap and (s == 1 or k_tiles // s >= min_k_tiles)]
+    return max(usable, key=lambda s: (tile_score(M, N, bm, bn, s, num_sms), -s))
 
 
 def tile_score(M: int, N: int, bm: int, bn: int, split: int, num_sms: int, reduction_cost: float = 0.25) -> float:

@@ -2,12 +2,14 @@
 import itertools
 
 from evo.families._family import (
+    ANY_SPLITS,
     Family,
     Params,
     split_for,
     splitk_requires,
     splitk_snippet,
     tile_score,
+    wave_split,
 )
 
 SMEM_LIMIT = 232448
@@ -52,6 +54,8 @@ def _problem(p: Params) -> str | None:
     if p["SPLIT_CLUSTER"] == 1:
         if p["SPLIT_K"] == 1:
             return "SPLIT_CLUSTER needs SPLIT_K > 1"
+        if p["SPLIT_K"] not in (2, 4, 8) or p["BM"] % p["SPLIT_K"]:
+            return "a cluster split-K takes 2, 4 or 8 splits, each adding up BM / SPLIT_K rows"
         if p["SPLIT_K"] > MAX_CLUSTER_SPLIT:
             return f"a cluster split-K takes at most {MAX_CLUSTER_SPLIT} splits (portable cluster size)"
         if p["PERSISTENT"]:
@@ -130,6 +134,10 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
              "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1}
         score = tile_score(M, N, bm, bn, split, num_sms) * bonus
         offer(score, p)
+        # Wave quantization: a split count that is not a power of two can fill the SMs that powers leave idle.
+        wave = wave_split(M, N, bm, bn, k_tiles, num_sms)
+        if wave != split:
+            offer(tile_score(M, N, bm, bn, wave, num_sms) * bonus, dict(p, SPLIT_K=wave))
         if split > 1:  # fewer splits: less fp32 reduction traffic (measured: often the better trade)
             offer(score * 0.97, dict(p, SPLIT_K=1))
             offer(score * 0.9, dict(p, SPLIT_K=split // 2))
@@ -157,7 +165,7 @@ HOPPER = Family(
     description="TMA + mbarrier pipeline + wgmma, producer/consumer warpgroups, persistent, split-K (L2 atomics "
                 "or a cluster adding over DSMEM), one or two CTAs per SM, 2-CTA clusters multicasting B",
     space={"BM": (64, 128, 256), "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
-           "GROUP_M": (1, 4, 8, 16), "SPLIT_K": (1, 2, 4, 8, 16, 32), "SPLIT_CLUSTER": (0, 1),
+           "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
            "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2)},
     template="hopper.cu",
     _problem=_problem,

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 #: picks taken from each family per round of a shortlist (the Hopper family wins most shapes)
-SHORTLIST_SHARE = {"hopper": 3, "ampere": 1, "simt": 1}
+SHORTLIST_SHARE = {"hopper": 3, "skinny": 2, "ampere": 1, "simt": 1}
 
 
 def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: random.Random,
