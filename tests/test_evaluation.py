@@ -132,3 +132,16 @@ def test_a_shape_too_big_for_the_gpu_is_refused_before_any_work():
     with pytest.raises(ConfigError, match=r"1 shape\(s\) cannot fit the GPU's 131 GiB: 65536x65536x65536"):
         check_fits([Shape(64, 64, 64), Shape(65536, 65536, 65536)], [gpu])
     check_fits([Shape(65536, 65536, 65536)], [DeviceInfo("?", "u", 1, 1, 1)])  # unknown memory: no verdict
+
+
+def test_compiled_jobs_reach_the_gpu_in_plan_order(evaluator):
+    """With every compile done, the evaluations come back in the order given (one worker), so a
+    sweep or search cut short has done its first-planned pairs, not whatever compiled first."""
+    fam = FAMILIES["simt"]
+    cands = [fam.candidate(p) for p in fam.all_valid[:4]]
+    for c in cands:
+        evaluator.prepare(c).result()
+    shapes = [Shape(64, 64, 64), Shape(128, 64, 32)]
+    pairs = [(c, s) for s in shapes for c in reversed(cands)]
+    got = [(e.kernel_id, e.shape) for e in evaluator.evaluate(pairs)]
+    assert got == [(c.id, s) for c, s in pairs]

@@ -132,21 +132,26 @@ class Evaluator:
                  measure_libraries: bool = True) -> Iterator[Evaluation]:
         """Evaluate each (candidate, shape); yields in completion order, each already archived.
 
-        Every compile starts at once (on every core); a job reaches the GPU as soon as its
-        compile is done, so the GPU works while later candidates are still compiling."""
+        Every compile starts at once (on every core); jobs reach the GPU in the order given, so a
+        run cut short (time limit, Ctrl-C) has done the first-planned pairs, whatever compiled first.
+        A pair whose compile is not done yet lets ready ones behind it go first, so the GPU only
+        waits when nothing at all is ready."""
         pairs = list(pairs)
-        by_future: dict[cf.Future, list[tuple[Candidate, Shape]]] = {}
-        for cand, shape in pairs:
-            by_future.setdefault(self.prepare(cand), []).append((cand, shape))
+        futures = [self.prepare(cand) for cand, _ in pairs]
         no_gpu: list[tuple[Evaluation, Candidate]] = []
 
         def jobs():
-            for fut in cf.as_completed(by_future):
-                prepared: Prepared = fut.result()
-                for cand, shape in by_future[fut]:
-                    job = self._job(cand, shape, prepared, meta, measure_libraries, no_gpu)
-                    if job:
-                        yield job
+            waiting = list(range(len(pairs)))
+            while waiting:
+                ready = next((i for i in waiting if futures[i].done()), None)
+                if ready is None:
+                    cf.wait([futures[i] for i in waiting], return_when=cf.FIRST_COMPLETED)
+                    continue
+                waiting.remove(ready)
+                cand, shape = pairs[ready]
+                job = self._job(cand, shape, futures[ready].result(), meta, measure_libraries, no_gpu)
+                if job:
+                    yield job
 
         for job, reply in self.pool.run(jobs()):
             while no_gpu:

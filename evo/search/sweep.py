@@ -58,9 +58,12 @@ def run_sweep(c: EvoConfig, raw=None) -> dict:
     with recorded_session(c, kind="sweep", raw_config=as_dict(raw, fallback=c)) as s:
         ev, archive, run_id = s.evaluator, s.archive, s.run_id
         rng = random.Random(c.search.seed)
-        pairs = [(cand, shape) for shape in shapes for cand in plan(families, shape, budget=c.sweep.budget,
-                                                                    sample=c.sweep.sample, rng=rng,
-                                                                    num_sms=ev.num_sms)]
+        plans = {shape: plan(families, shape, budget=c.sweep.budget, sample=c.sweep.sample, rng=rng,
+                             num_sms=ev.num_sms) for shape in shapes}
+        # rank-major: every shape's first pick, then every shape's second, ...: a sweep cut short has
+        # spent its time on each shape's best-ranked configurations
+        pairs = [(plans[shape][rank], shape) for rank in range(c.sweep.budget) for shape in shapes
+                 if rank < len(plans[shape])]
         log.info(f"sweep of {', '.join(families)} ({c.sweep.sample}, {c.sweep.budget} per shape): "
                  f"{len(pairs)} evaluations on {len(shapes)} shapes")
         for cand, _ in pairs:  # compile everything ahead, on every core
