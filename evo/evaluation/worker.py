@@ -1,6 +1,7 @@
 """The GPU worker process: one per GPU, fed requests through a pipe by the WorkerPool.
 
-Messages in:  {"op": "evaluate" | "peaks" | "exit", "id": ..., ...}
+Messages in:  {"op": "evaluate" | "peaks" | "exit", "id": ..., ...}; an evaluate request carries either
+the kernel's "launch" for this GPU or "refuse": {"status", "error"} when the kernel cannot run here.
 Messages out: {"type": "ready", "info": DeviceInfo} once, then for each request any number of
 {"type": "progress", "id", "stage"} and one {"type": "result", "id", ...}; at any time
 {"type": "log", "level", "name", "message"} carries a log record to the parent's log. After a fault
@@ -70,6 +71,11 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
         def progress(stage: str, rid=rid) -> None:
             conn.send({"type": "progress", "id": rid, "stage": stage})
 
+        if op == "evaluate" and msg.get("refuse"):  # the launch cannot run on this GPU (its SM count): no GPU work
+            refused = KernelResult(Status(msg["refuse"]["status"]), msg["refuse"]["error"], backend=backend,
+                                   gpu=harness.info.key)
+            conn.send({"type": "result", "id": rid, "gpu": harness.info.key, "kernel": refused.to_json(), "libraries": []})
+            continue
         try:
             if op == "evaluate" and not harness.healthy():  # broken before this job: not its fault
                 conn.send({"type": "result", "id": rid, "gpu": harness.info.key, "context_lost": True,
