@@ -94,11 +94,9 @@ class DaskPool:
         before = self._client.run_on_scheduler(_no_automatic_retries)
         if before:
             log.info(f"the scheduler's allowed-failures was {before}: set to 0 (evo re-runs a lost job once itself)")
-        try:
-            dashboard = self._client.dashboard_link
-        except (KeyError, AttributeError):
-            dashboard = None
-        log.info(f"Dask scheduler {address}; dashboard: {dashboard or 'none (pip install bokeh to get one)'}")
+        dashboard = (self._client.dashboard_link + " (its pages need bokeh where the scheduler runs)"
+                     if "dashboard" in self._client.scheduler_info()["services"] else "none")
+        log.info(f"Dask scheduler {address}; dashboard: {dashboard}")
         self._client.wait_for_workers(1, timeout=START_TIMEOUT_S)
         self._refresh()
         return self
