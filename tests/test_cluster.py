@@ -49,6 +49,31 @@ def test_a_cluster_without_dask_installed_says_what_to_install(monkeypatch):
         Evaluator(EvaluatorConfig(backend="simulated", cluster="local"))
 
 
+def test_a_cell_compares_speedups_so_kernels_timed_on_different_gpus_compete_fairly(tmp_path):
+    from evo.archive import Archive
+    from evo.archive.elites import AddStatus, elites, offer
+    from evo.core.records import Evaluation, Status, Timing
+    shape = Shape(1024, 1024, 1024)
+
+    def timed(kid: str, ms: float, library_ms: float, gpu: str) -> Evaluation:
+        t = Timing(mode="rotating", median_ms=ms, spread=0.0, samples_ms=(ms,), launches=1, method="graph")
+        return Evaluation(kid, shape, Status.OK, timings=(t,), best_library="torch", best_library_ms=library_ms,
+                          backend="gpu", gpu=gpu)
+
+    slow_gpu = timed("b" * 20, 0.020, 0.030, "H100 PCIe [1]")  # 1.5x its GPU's library
+    fast_gpu = timed("a" * 20, 0.015, 0.012, "H200 [2]")  # faster in ms, but 0.8x its GPU's library
+    for order in ((slow_gpu, fast_gpu), (fast_gpu, slow_gpu)):
+        archive = Archive.open(tmp_path / f"{order[0].gpu[:4]}.sqlite")
+        run = archive.start_run(kind="search", config={}, seed=0, backend="gpu")
+        for e in order:
+            offer(archive, run, str(shape), e)
+        (elite,) = elites(archive, run)
+        assert elite["kernel_id"] == "b" * 20 and elite["speedup"] == pytest.approx(1.5)
+        same = timed("c" * 20, 0.020, 0.030, "H100 PCIe [1]")  # a tie: the smaller kernel id stands
+        assert offer(archive, run, str(shape), same) == AddStatus.NOT_ADDED
+        archive.close()
+
+
 distributed = pytest.importorskip("distributed")
 
 

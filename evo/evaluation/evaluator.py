@@ -66,7 +66,8 @@ class Evaluator:
     def _ensure_peaks(self) -> None:
         """Peaks of every GPU of the pool (from the archive, else measured on that GPU); also for
         GPUs that joined a cluster after the start."""
-        devices, infos = self.pool.devices, self.pool.infos
+        infos = self.pool.infos  # first: on a cluster, this learns the workers that joined
+        devices = self.pool.devices
         missing = []
         for device, info in zip(devices, infos):
             if info.key in self._peaks:
@@ -84,10 +85,10 @@ class Evaluator:
             if "peaks" not in reply:
                 raise GpuUnavailable(f"measuring the peaks of GPU {device} failed: {reply.get('harness_error')}\n"
                                      f"{reply.get('trace', '')}")
-            peaks, info = Peaks(**reply["peaks"]), by_key.get(reply["gpu"])
-            self._peaks[reply["gpu"]] = peaks
-            if self.archive and info:
-                stored.put_peaks(self.archive, info.key, self.backend, peaks, info)
+            peaks, gpu = Peaks(**reply["peaks"]), reply["gpu"]
+            self._peaks[gpu] = peaks
+            if self.archive and gpu in by_key:
+                stored.put_peaks(self.archive, gpu, self.backend, peaks, by_key[gpu])
 
     def peaks(self, gpu: str) -> Peaks:
         """The measured peak rate and bandwidth of one GPU (by its DeviceInfo.key)."""
@@ -216,10 +217,15 @@ class Evaluator:
         res = p.compiled.resources if p and p.compiled else None
         return Evaluation(c.id, shape, status, error, mode=self.cfg.mode, resources=res, backend=self.backend)  # no GPU
 
-    def _store_libraries(self, reply: dict, shape: Shape) -> list[LibraryResult]:
+    def _store_libraries(self, reply: dict, shape: Shape, *, keep_known: bool = False) -> list[LibraryResult]:
+        """Store the library timings of a reply. `keep_known`: a baseline this GPU already has stands
+        (two jobs of one shape in flight on a cluster may both time it), so that the speedups
+        compared in a cell share one baseline per GPU."""
         libs = [LibraryResult.from_json(d) for d in reply.get("libraries", [])]
         gpu = reply["gpu"]  # every reply names the GPU that produced it
         for lib in libs:
+            if keep_known and lib.library in self.library_times(gpu, shape, lib.mode):
+                continue
             if self.archive:
                 stored.put_baseline(self.archive, gpu, self.backend, shape, lib)
             if lib.status == "ok" and lib.timing:
@@ -230,7 +236,7 @@ class Evaluator:
         if "harness_error" in reply:
             return self._result(c, shape, Status.WORKER_ERROR, reply["harness_error"] + "\n" + reply.get("trace", ""), p)
         k = KernelResult.from_json(reply["kernel"])
-        self._store_libraries(reply, shape)
+        self._store_libraries(reply, shape, keep_known=True)
         if k.gpu not in self._peaks:  # a GPU that joined the cluster after the start
             self._ensure_peaks()
         libs = self.library_times(k.gpu, shape, self.cfg.mode)
