@@ -214,3 +214,13 @@ def test_a_killed_driver_is_resumed_on_the_same_cluster(loopback):
     after = state(path)
     assert after["status"] == "finished" and after["spent"] >= 16
     assert f"Dask scheduler {loopback.address}" in (loopback.tmp / "resume.run1.log").read_text()
+
+
+def test_the_slurm_example_asks_for_one_gpu_and_one_non_daemonic_worker_per_job(capsys):
+    pytest.importorskip("dask_jobqueue")
+    from evo.cli.main import main
+    main(["cluster", str(ROOT / "conf" / "cluster" / "slurm.yaml"), "--job-script"])
+    script = capsys.readouterr().out
+    assert "#SBATCH --gres=gpu:1" in script and "export DASK_DISTRIBUTED__WORKER__DAEMON=False" in script
+    worker = next(line for line in script.splitlines() if "dask_worker" in line)
+    assert "--nthreads 1" in worker and "--resources GPU=1" in worker

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 600.0  # for the first GPU worker to join, and for a GPU process to start
 
 
-def _import_distributed() -> Any:
+def require_distributed() -> Any:
     try:
         import distributed
     except ImportError:
@@ -41,7 +41,7 @@ def start_local_cluster(backend: str, workers: int = 0, gpus: list[str] | None =
     """A Dask cluster on this machine: one single-threaded worker per GPU, each with GPU=1 and
     CUDA_VISIBLE_DEVICES set to its GPU (the simulated backend: `workers` workers, 2 by default).
     Workers are not daemonic, so that they can start their GPU process."""
-    distributed = _import_distributed()
+    distributed = require_distributed()
     import dask
     if backend == "gpu":
         devices = gpus or visible_gpus()
@@ -70,7 +70,7 @@ def _no_automatic_retries(dask_scheduler=None) -> int:
 class DaskPool:
     def __init__(self, address: str, *, backend: str = "gpu", stage_timeout_s: float = 60.0, local_workers: int = 0,
                  gpus: list[str] | None = None):
-        self._distributed = _import_distributed()
+        self._distributed = require_distributed()
         self.address = address
         self.backend = backend
         self.stage_timeout_s = stage_timeout_s
