@@ -224,3 +224,4 @@ def test_the_slurm_example_asks_for_one_gpu_and_one_non_daemonic_worker_per_job(
     assert "#SBATCH --gres=gpu:1" in script and "export DASK_DISTRIBUTED__WORKER__DAEMON=False" in script
     worker = next(line for line in script.splitlines() if "dask_worker" in line)
     assert "--nthreads 1" in worker and "--resources GPU=1" in worker
+
