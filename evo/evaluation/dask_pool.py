@@ -50,9 +50,12 @@ def start_local_cluster(backend: str, workers: int = 0, gpus: list[str] | None =
         envs = [{"CUDA_VISIBLE_DEVICES": d} for d in (devices[:workers] if workers else devices)]
     else:
         envs = [{} for _ in range(workers or 2)]
-    with dask.config.set({"distributed.worker.daemon": False, "distributed.scheduler.allowed-failures": 0}):
+    quiet = {"distributed.worker.daemon": False, "distributed.scheduler.allowed-failures": 0,
+             "logging.distributed": "warning"}  # Dask's own start/stop chatter stays out of the run's log
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    with dask.config.set(quiet):
         spec = {f"gpu{i}": {"cls": distributed.Nanny, "options": {"nthreads": 1, "resources": {"GPU": 1}, "env": env,
-                                                                   "host": "127.0.0.1"}}
+                                                                   "host": "127.0.0.1", "silence_logs": logging.WARNING}}
                 for i, env in enumerate(envs)}
         scheduler = {"cls": distributed.Scheduler, "options": {"host": "127.0.0.1", "port": 0,
                                                                 "dashboard_address": "127.0.0.1:0"}}
