@@ -9,7 +9,9 @@ the worker answers, then exits: its CUDA context cannot be trusted any more.
 """
 from __future__ import annotations
 
+import ctypes
 import logging
+import multiprocessing as mp
 import os
 import signal
 import sys
@@ -36,7 +38,22 @@ class PipeLogHandler(logging.Handler):
             pass
 
 
+def die_with_parent() -> None:
+    """Linux: end this process when the one that started it dies (a driver or a Dask worker killed
+    outright), so that a hung kernel does not keep its GPU busy beside the worker's replacement."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    parent = mp.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # it died before the line above
+        os._exit(0)
+
+
 def worker_main(conn, device: str, backend: str = "gpu") -> None:
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     os.environ["CUDA_VISIBLE_DEVICES"] = str(device)  # before CUDA is initialised in this process
     os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
