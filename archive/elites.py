@@ -1,4 +1,10 @@
-"""MAP-Elites cells keyed by shape: the fastest correct kernel per cell, and each cell's history.
+"""MAP-Elites cells keyed by shape: the best correct kernel per cell, and each cell's history.
+
+A cell compares a GPU-independent objective: the speedup over the best library timed on the GPU
+that ran the kernel (the same GPU, the same timing mode), so kernels timed on different GPUs of
+a cluster compete fairly; the time decides only where a speedup is missing (no library timed).
+On one GPU the two orders agree. Ties go to the smaller kernel id, so a cell's elite does not
+depend on the order in which evaluations arrive.
 
 An evaluation timed while the GPU was throttled (any of its timings flagged, see docs/timing.md)
 is kept out of the cells: its time is not a fair one, whichever way it errs. What the cell made of
@@ -49,8 +55,9 @@ def offer(archive: Archive, run_id: int, cell: str, e: Evaluation) -> AddStatus:
             log.debug(f"{e.kernel_id[:12]} at {cell} was timed on a throttled GPU: kept out of the cell")
             _record(archive, e, OFFER_THROTTLED)
             return AddStatus.NOT_ADDED
-        row = archive.db.execute("select time_ms from elites where run_id = ? and cell = ?", [run_id, cell]).fetchone()
-        if row and row[0] <= e.time_ms:
+        row = archive.db.execute("select time_ms, speedup, kernel_id from elites where run_id = ? and cell = ?",
+                                 [run_id, cell]).fetchone()
+        if row and not _beats(e, *row):
             _record(archive, e, OFFER_SLOWER)
             return AddStatus.NOT_ADDED
         archive._insert("elites", {
@@ -62,6 +69,13 @@ def offer(archive: Archive, run_id: int, cell: str, e: Evaluation) -> AddStatus:
                                           "at": now()})
         _record(archive, e, OFFER_IMPROVED if row else OFFER_NEW)
     return AddStatus.IMPROVE_EXISTING if row else AddStatus.NEW
+
+
+def _beats(e: Evaluation, time_ms: float, speedup: float | None, kernel_id: str) -> bool:
+    """Does `e` beat the cell's elite (its time, speedup and kernel)?"""
+    assert e.time_ms is not None
+    mine, theirs = (e.speedup, speedup) if e.speedup is not None and speedup is not None else (-e.time_ms, -time_ms)
+    return mine > theirs or (mine == theirs and e.kernel_id < kernel_id)
 
 
 def _record(archive: Archive, e: Evaluation, decision: str) -> None:

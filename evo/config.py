@@ -93,6 +93,8 @@ class EvaluatorConfig:
     compile_timeout_s: float = 180.0
     compile_workers: int = 0  # 0: every CPU core
     cache_dir: Optional[str] = None
+    cluster: Optional[str] = None  # None: this machine's GPUs, one process each | local | tcp://HOST:PORT (Dask)
+    cluster_workers: int = 0  # cluster=local: Dask workers (0: one per visible GPU; the simulated backend: 2)
 
 
 @dataclass
@@ -204,6 +206,10 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _at_least("evaluator.replays", c.evaluator.replays, 1)
     _at_least("evaluator.timeout_s", c.evaluator.timeout_s, 1)
     _at_least("evaluator.compile_timeout_s", c.evaluator.compile_timeout_s, 1)
+    _at_least("evaluator.cluster_workers", c.evaluator.cluster_workers, 0)
+    if c.evaluator.cluster and c.evaluator.cluster != "local" and "://" not in c.evaluator.cluster:
+        raise ConfigError(f"evaluator.cluster={c.evaluator.cluster!r}: give local (a Dask cluster on this machine) or "
+                          "a scheduler address such as tcp://10.0.0.5:8786")
     for lib in c.evaluator.libraries:
         _choice("evaluator.libraries", lib, ("torch", "cublaslt_heuristic", "cublaslt_autotuned"))
     _choice("sweep.sample", c.sweep.sample, ("random", "exhaustive", "shortlist"))

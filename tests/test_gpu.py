@@ -1,4 +1,7 @@
-"""GPU tests (pytest -m gpu on a machine with an H100/H200): the real worker, real kernels."""
+"""GPU tests (pytest -m gpu on a machine with an H100/H200): the real worker, real kernels.
+EVO_TEST_CLUSTER=local runs them through the Dask pool (one Dask worker per GPU) instead."""
+import os
+
 import pytest
 
 from evo.archive import Archive
@@ -16,7 +19,8 @@ def gpu_evaluator(tmp_path_factory, compile_cache):
     archive = Archive.open(tmp_path_factory.mktemp("gpu") / "a.sqlite")
     run = archive.start_run(kind="test", config={}, seed=0, backend="gpu")
     cfg = EvaluatorConfig(backend="gpu", draws=2, replays=3, target_replay_ms=5, timeout_s=20,
-                          modes=["rotating", "hot"], cache_dir=str(compile_cache))
+                          modes=["rotating", "hot"], cache_dir=str(compile_cache),
+                          cluster=os.environ.get("EVO_TEST_CLUSTER") or None)
     ev = Evaluator(cfg, archive=archive, run_id=run).start()
     yield ev
     ev.close()

@@ -51,3 +51,29 @@ def report_cli(argv: list[str]) -> None:
     p.add_argument("--out", default=None, help="output folder (default: next to the archive)")
     a = p.parse_args(argv)
     report(a.archive, run_id=a.run, out=a.out)
+
+
+def cluster_cli(argv: list[str]) -> None:
+    from evo.evaluation.jobqueue import make_cluster, read_spec
+    p = _parser("evo cluster", "Start a Dask cluster on a batch system (SLURM, PBS) from a description such as "
+                "conf/cluster/slurm.yaml, print its scheduler address, and keep it up until Ctrl-C. Searches use it "
+                "with `evo run evaluator.cluster=ADDRESS`.")
+    p.add_argument("config", help="the cluster description (YAML: kind, jobs, options)")
+    p.add_argument("--jobs", type=int, default=None, help="batch jobs to submit (default: `jobs` of the file)")
+    p.add_argument("--job-script", action="store_true", help="print the job script and exit, submitting nothing")
+    a = p.parse_args(argv)
+    spec = read_spec(a.config)
+    cluster = make_cluster(spec)
+    try:
+        if a.job_script:
+            print(cluster.job_script())
+            return
+        jobs = spec["jobs"] if a.jobs is None else a.jobs
+        cluster.scale(jobs=jobs)
+        print(f"scheduler {cluster.scheduler_address} ({jobs} job(s) submitted; dashboard {cluster.dashboard_link})\n"
+              f"use it with: evo run evaluator.cluster={cluster.scheduler_address} ...   (Ctrl-C here ends the jobs)",
+              flush=True)
+        import threading
+        threading.Event().wait()  # until Ctrl-C (or SIGTERM): the jobs end with the cluster
+    finally:
+        cluster.close()

@@ -19,6 +19,7 @@ USAGE = """The `evo` command line: a thin layer that turns arguments into librar
     evo archive ...            browse an archive (evo archive --help)
     evo export ARCHIVE         write the best kernel per shape, a manifest and the cubins
     evo report ARCHIVE         one HTML file with the plots of a run
+    evo cluster CONFIG.yaml    start a Dask cluster on SLURM/PBS for evaluator.cluster=ADDRESS
 
 Options before or after the command: -q/--quiet (warnings and results only), -v/--verbose
 (debug messages), --version. Every run also writes a complete log beside its archive."""
@@ -58,6 +59,9 @@ def main(argv: list[str] | None = None) -> None:
         elif command == "report":
             from evo.cli.commands import report_cli
             report_cli(rest)
+        elif command == "cluster":
+            from evo.cli.commands import cluster_cli
+            cluster_cli(rest)
         else:
             fail(f"unknown command {command!r}: try `evo --help`")
     except EvoError as e:

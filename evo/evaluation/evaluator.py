@@ -27,7 +27,8 @@ from evo.core.records import (
 )
 from evo.core.shapes import Shape
 from evo.evaluation.compiler import Compiler
-from evo.evaluation.pool import Job, WorkerPool
+from evo.evaluation.pool import Job
+from evo.evaluation.pool_api import Pool, make_pool
 from evo.evaluation.static_checks import check_source
 
 log = logging.getLogger(__name__)
@@ -44,12 +45,11 @@ class Prepared:
 
 class Evaluator:
     def __init__(self, cfg: EvaluatorConfig, *, archive: Archive | None = None, run_id: int | None = None,
-                 pool: WorkerPool | None = None, compiler: Compiler | None = None):
+                 pool: Pool | None = None, compiler: Compiler | None = None):
         self.cfg = cfg
         self.archive = archive
         self.run_id = run_id
-        self.pool = pool or WorkerPool(backend=cfg.backend, devices=[str(g) for g in cfg.gpus] or None,
-                                       stage_timeout_s=cfg.timeout_s)
+        self.pool: Pool = pool or make_pool(cfg)
         self.compiler = compiler or Compiler(cache_dir=cfg.cache_dir, timeout_s=cfg.compile_timeout_s,
                                              workers=cfg.compile_workers)
         self.backend = cfg.backend
@@ -59,27 +59,36 @@ class Evaluator:
 
     # ---- setup ----------------------------------------------------------------------------
     def start(self) -> Evaluator:
-        infos = self.pool.start().infos
+        self.pool.start()
+        self._ensure_peaks()
+        return self
+
+    def _ensure_peaks(self) -> None:
+        """Peaks of every GPU of the pool (from the archive, else measured on that GPU); also for
+        GPUs that joined a cluster after the start."""
+        infos = self.pool.infos  # first: on a cluster, this learns the workers that joined
+        devices = self.pool.devices
         missing = []
-        for info in infos:
+        for device, info in zip(devices, infos):
+            if info.key in self._peaks:
+                continue
             cached = stored.peaks(self.archive, info.key, self.backend) if self.archive else None
             if cached:
                 self._peaks[info.key] = cached
             else:
-                missing.append(info)
-        if missing:
-            log.info("measuring the device's peak rate and bandwidth")
-            by_device = dict(zip(self.pool.devices, infos))
-            for device, reply in self.pool.call_each({"op": "peaks"}).items():
-                info = by_device[device]
-                if "peaks" not in reply:
-                    raise GpuUnavailable(f"measuring the peaks of GPU {device} failed: {reply.get('harness_error')}\n"
-                                         f"{reply.get('trace', '')}")
-                peaks = Peaks(**reply["peaks"])
-                self._peaks[info.key] = peaks
-                if self.archive:
-                    stored.put_peaks(self.archive, info.key, self.backend, peaks, info)
-        return self
+                missing.append(device)
+        if not missing:
+            return
+        log.info(f"measuring the peak rate and bandwidth of {len(missing)} GPU(s)")
+        by_key = {info.key: info for info in infos}
+        for device, reply in self.pool.call_each({"op": "peaks"}, missing).items():
+            if "peaks" not in reply:
+                raise GpuUnavailable(f"measuring the peaks of GPU {device} failed: {reply.get('harness_error')}\n"
+                                     f"{reply.get('trace', '')}")
+            peaks, gpu = Peaks(**reply["peaks"]), reply["gpu"]
+            self._peaks[gpu] = peaks
+            if self.archive and gpu in by_key:
+                stored.put_peaks(self.archive, gpu, self.backend, peaks, by_key[gpu])
 
     def peaks(self, gpu: str) -> Peaks:
         """The measured peak rate and bandwidth of one GPU (by its DeviceInfo.key)."""
@@ -91,7 +100,9 @@ class Evaluator:
 
     @property
     def num_sms(self) -> int:
-        return self.devices[0].num_sms
+        """The SM count that seeds and suggestions are made for: the smallest of the pool's GPUs.
+        Launches are not computed from it: each job's launch is computed for the GPU that runs it."""
+        return min(d.num_sms for d in self.devices)
 
     def close(self) -> None:
         self.pool.close()
@@ -172,21 +183,26 @@ class Evaluator:
             if prepared.compiled:
                 stored.add_compile(self.archive, cand.id, prepared.compiled)
         early = self._early_failure(prepared, shape)
-        if early is None:
-            try:
-                launch = cand.declaration.launch_for(shape, num_sms=self.num_sms).to_json()
-            except LaunchError as e:
-                early = self._result(cand, shape, Status.BAD_LAUNCH, str(e), prepared)
+        if early is None:  # refused before any GPU work only when no GPU of the pool could run it
+            on_each = [_launch_on(cand, shape, n) for n in sorted({info.num_sms for info in self.devices})]
+            if all("refuse" in x for x in on_each):
+                why = on_each[0]["refuse"]
+                early = self._result(cand, shape, Status(why["status"]), why["error"], prepared)
         if early is not None or prepared.compiled is None:
             no_gpu.append((early or self._result(cand, shape, Status.COMPILE_ERROR, "no compiled module", prepared), cand))
             return None
         request = {"op": "evaluate", "shape": [shape.M, shape.N, shape.K], "cubin": prepared.compiled.cubin,
-                   "source": cand.source, "launch": launch, "draws": self.cfg.draws, "modes": self.cfg.modes,
+                   "source": cand.source, "launch": None, "draws": self.cfg.draws, "modes": self.cfg.modes,
                    "replays": self.cfg.replays, "target_replay_ms": self.cfg.target_replay_ms,
                    "server_gap_ms": list(self.cfg.server_gap_ms)}
-        prepare = (lambda info, s=shape: {"libraries": self._missing_libraries(info.key, s)}) \
-            if measure_libraries else None
-        return Job(request, tag=(cand, shape, prepared), prepare=prepare)
+
+        def on_gpu(info: DeviceInfo) -> dict:  # computed for the GPU that runs the job
+            extra = _launch_on(cand, shape, info.num_sms)
+            if measure_libraries:
+                extra["libraries"] = self._missing_libraries(info.key, shape)
+            return extra
+
+        return Job(request, tag=(cand, shape, prepared), prepare=on_gpu)
 
     def measure_libraries(self, shapes: Iterable[Shape]) -> Iterator[tuple[Shape, list[LibraryResult]]]:
         """Time the libraries alone (evo bench): one job per shape, spread over the GPUs."""
@@ -200,20 +216,21 @@ class Evaluator:
     def _early_failure(self, p: Prepared, shape: Shape) -> Evaluation | None:
         if p.status is not None:
             return self._result(p.candidate, shape, p.status, p.error, p)
-        if not p.candidate.declaration.supports(shape, num_sms=self.num_sms):
-            return self._result(p.candidate, shape, Status.UNSUPPORTED,
-                                "the kernel's '// @evo requires' lines exclude this shape", p)
         return None
 
     def _result(self, c: Candidate, shape: Shape, status: Status, error: str, p: Prepared | None) -> Evaluation:
         res = p.compiled.resources if p and p.compiled else None
-        return Evaluation(c.id, shape, status, error, mode=self.cfg.mode, resources=res, backend=self.backend,
-                          gpu=self.devices[0].key)
+        return Evaluation(c.id, shape, status, error, mode=self.cfg.mode, resources=res, backend=self.backend)  # no GPU
 
-    def _store_libraries(self, reply: dict, shape: Shape) -> list[LibraryResult]:
+    def _store_libraries(self, reply: dict, shape: Shape, *, keep_known: bool = False) -> list[LibraryResult]:
+        """Store the library timings of a reply. `keep_known`: a baseline this GPU already has stands
+        (two jobs of one shape in flight on a cluster may both time it), so that the speedups
+        compared in a cell share one baseline per GPU."""
         libs = [LibraryResult.from_json(d) for d in reply.get("libraries", [])]
-        gpu = reply.get("gpu") or self.devices[0].key
+        gpu = reply["gpu"]  # every reply names the GPU that produced it
         for lib in libs:
+            if keep_known and lib.library in self.library_times(gpu, shape, lib.mode):
+                continue
             if self.archive:
                 stored.put_baseline(self.archive, gpu, self.backend, shape, lib)
             if lib.status == "ok" and lib.timing:
@@ -224,7 +241,9 @@ class Evaluator:
         if "harness_error" in reply:
             return self._result(c, shape, Status.WORKER_ERROR, reply["harness_error"] + "\n" + reply.get("trace", ""), p)
         k = KernelResult.from_json(reply["kernel"])
-        self._store_libraries(reply, shape)
+        self._store_libraries(reply, shape, keep_known=True)
+        if k.gpu not in self._peaks:  # a GPU that joined the cluster after the start
+            self._ensure_peaks()
         libs = self.library_times(k.gpu, shape, self.cfg.mode)
         best = min(libs, key=lambda lib: libs[lib]) if libs else None
         peaks = self._peaks.get(k.gpu)
@@ -239,3 +258,16 @@ class Evaluator:
         row = stored.add_evaluation(self.archive, e, run_id=self.run_id, operator=c.operator,
                                     generation=m.get("generation"), island=m.get("island"))
         return Evaluation(**{**e.__dict__, "id": row})
+
+
+def _launch_on(cand: Candidate, shape: Shape, num_sms: int) -> dict:
+    """The kernel's launch on a GPU with `num_sms` SMs (grids and splits depend on it), or why it
+    cannot run there: the `launch` or `refuse` part of an evaluate request."""
+    decl = cand.declaration
+    if not decl.supports(shape, num_sms=num_sms):
+        return {"refuse": {"status": str(Status.UNSUPPORTED),
+                           "error": "the kernel's '// @evo requires' lines exclude this shape"}}
+    try:
+        return {"launch": decl.launch_for(shape, num_sms=num_sms).to_json()}
+    except LaunchError as e:
+        return {"refuse": {"status": str(Status.BAD_LAUNCH), "error": str(e)}}

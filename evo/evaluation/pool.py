@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 class Job:
     request: dict  # the message to the worker, without "id"
     tag: Any = None  # the caller's handle for this job
-    prepare: Callable[[DeviceInfo], dict] | None = field(default=None, repr=False)  # per-worker additions
+    prepare: Callable[[DeviceInfo], dict] | None = field(default=None, repr=False)  # additions for the GPU it runs on
     device: str | None = None  # run only on this GPU (None: any)
     attempts: int = 0  # times the job was lost with its worker through no fault of its own
 
@@ -161,6 +161,9 @@ class WorkerPool:
                     except StopIteration:
                         exhausted = True
                         break
+                    if new.device is not None and new.device not in self.devices:
+                        raise GpuUnavailable(f"a job asks for GPU {new.device}, which this pool does not have (its GPUs: "
+                                             f"{', '.join(self.devices)}): ask for one of those, or for any (device=None)")
                     if new.device in (None, w.device):
                         job = new
                     else:
@@ -231,9 +234,10 @@ class WorkerPool:
         except (OSError, BrokenPipeError):
             pass  # noticed as a dead worker when its pipe is read
 
-    def call_each(self, request: dict) -> dict[str, dict]:
-        """Run one request on every worker; replies by device."""
-        jobs = [Job(request, tag=w.device, device=w.device) for w in self.start()._workers]
+    def call_each(self, request: dict, devices: list[str] | None = None) -> dict[str, dict]:
+        """Run one request on every worker (or on those of `devices`); replies by device."""
+        jobs = [Job(request, tag=w.device, device=w.device) for w in self.start()._workers
+                if devices is None or w.device in devices]
         return {job.tag: reply for job, reply in self.run(jobs)}
 
 

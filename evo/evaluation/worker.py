@@ -1,6 +1,7 @@
 """The GPU worker process: one per GPU, fed requests through a pipe by the WorkerPool.
 
-Messages in:  {"op": "evaluate" | "peaks" | "exit", "id": ..., ...}
+Messages in:  {"op": "evaluate" | "peaks" | "exit", "id": ..., ...}; an evaluate request carries either
+the kernel's "launch" for this GPU or "refuse": {"status", "error"} when the kernel cannot run here.
 Messages out: {"type": "ready", "info": DeviceInfo} once, then for each request any number of
 {"type": "progress", "id", "stage"} and one {"type": "result", "id", ...}; at any time
 {"type": "log", "level", "name", "message"} carries a log record to the parent's log. After a fault
@@ -8,7 +9,9 @@ the worker answers, then exits: its CUDA context cannot be trusted any more.
 """
 from __future__ import annotations
 
+import ctypes
 import logging
+import multiprocessing as mp
 import os
 import signal
 import sys
@@ -35,7 +38,22 @@ class PipeLogHandler(logging.Handler):
             pass
 
 
+def die_with_parent() -> None:
+    """Linux: end this process when the one that started it dies (a driver or a Dask worker killed
+    outright), so that a hung kernel does not keep its GPU busy beside the worker's replacement."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    parent = mp.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # it died before the line above
+        os._exit(0)
+
+
 def worker_main(conn, device: str, backend: str = "gpu") -> None:
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     os.environ["CUDA_VISIBLE_DEVICES"] = str(device)  # before CUDA is initialised in this process
     os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
@@ -70,6 +88,11 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
         def progress(stage: str, rid=rid) -> None:
             conn.send({"type": "progress", "id": rid, "stage": stage})
 
+        if op == "evaluate" and msg.get("refuse"):  # the launch cannot run on this GPU (its SM count): no GPU work
+            refused = KernelResult(Status(msg["refuse"]["status"]), msg["refuse"]["error"], backend=backend,
+                                   gpu=harness.info.key)
+            conn.send({"type": "result", "id": rid, "gpu": harness.info.key, "kernel": refused.to_json(), "libraries": []})
+            continue
         try:
             if op == "evaluate" and not harness.healthy():  # broken before this job: not its fault
                 conn.send({"type": "result", "id": rid, "gpu": harness.info.key, "context_lost": True,

@@ -196,7 +196,7 @@ def run_selftest_session(c: EvoConfig, raw=None) -> list[dict]:
     """`evo selftest`: the deliberately bad kernels on this machine's evaluator, recorded as a run."""
     from evo.evaluation.selftest import run_selftest
     with recorded_session(c, kind="selftest", raw_config=as_dict(raw, fallback=c)) as s:
-        log.info(f"self-test on {s.evaluator.devices[0].key} ({c.evaluator.backend})")
+        log.info(f"self-test on {', '.join(d.key for d in s.evaluator.devices)} ({c.evaluator.backend})")
         rows = run_selftest(s.evaluator)
         failed = [r for r in rows if not r["pass"]]
         log.info(f"{len(rows) - len(failed)}/{len(rows)} as expected", extra=RESULT)

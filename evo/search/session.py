@@ -36,7 +36,11 @@ LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 def preflight(c: EvoConfig, *, needs_llm: bool = False) -> None:
     """Raise a one-line error for a missing GPU, nvcc, API key or replay archive."""
     nvcc_version()  # CompileToolError with what to do when nvcc is missing
-    if c.evaluator.backend == "gpu" and not visible_gpus():
+    if c.evaluator.cluster:
+        from evo.evaluation.dask_pool import require_distributed
+        require_distributed()  # ConfigError saying what to install
+    remote = bool(c.evaluator.cluster) and c.evaluator.cluster != "local"  # the GPUs are on the cluster's hosts
+    if c.evaluator.backend == "gpu" and not remote and not visible_gpus():
         raise GpuUnavailable("no NVIDIA GPU is visible here: run on a GPU machine, or use evaluator=simulated "
                              "for a dry run with modelled (not measured) times")
     if needs_llm:

@@ -1,0 +1,229 @@
+"""The pool over a Dask cluster: one Dask worker per GPU, on this machine or across hosts.
+
+`evaluator.cluster=local` starts a cluster here (one worker per visible GPU); `tcp://HOST:PORT`
+joins a running scheduler (e.g. one started by dask-jobqueue on SLURM; see conf/cluster/). Each
+Dask worker owns one GPU process (dask_host.py), so hangs, faults and crashes are contained and
+restarted on that host exactly as by the local WorkerPool, and a faulting kernel is never
+retried elsewhere. Jobs ask for the resource {"GPU": 1}; none is pinned to a worker, so a worker
+that joins mid-run gets work and a lost one is not waited for.
+
+Losing a Dask worker (its host, its process) loses only the job in flight there: the scheduler is
+told not to retry on its own (allowed_failures=0), and this pool sends the job again once,
+counted in `reruns` and logged; a job lost twice is reported as a fault. Archive writes stay in
+the driver: the pool only yields (job, reply) pairs.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from evo.core.errors import ConfigError, GpuUnavailable
+from evo.core.records import DeviceInfo, Status
+from evo.evaluation import dask_host
+from evo.evaluation.pool import Job, _failure, visible_gpus
+
+log = logging.getLogger(__name__)
+START_TIMEOUT_S = 600.0  # for the first GPU worker to join, and for a GPU process to start
+
+
+def require_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ConfigError("evaluator.cluster needs Dask: pip install 'evo-hgemm[cluster]' (dask and distributed; "
+                          "dask-jobqueue for SLURM/PBS), or leave evaluator.cluster unset for this machine's GPUs") from None
+    return distributed
+
+
+def start_local_cluster(backend: str, workers: int = 0, gpus: list[str] | None = None) -> Any:
+    """A Dask cluster on this machine: one single-threaded worker per GPU, each with GPU=1 and
+    CUDA_VISIBLE_DEVICES set to its GPU (the simulated backend: `workers` workers, 2 by default).
+    Workers are not daemonic, so that they can start their GPU process."""
+    distributed = require_distributed()
+    import dask
+    if backend == "gpu":
+        devices = gpus or visible_gpus()
+        if not devices:
+            raise GpuUnavailable("evaluator.cluster=local: no NVIDIA GPU is visible here")
+        envs = [{"CUDA_VISIBLE_DEVICES": d} for d in (devices[:workers] if workers else devices)]
+    else:
+        envs = [{} for _ in range(workers or 2)]
+    quiet = {"distributed.worker.daemon": False, "distributed.scheduler.allowed-failures": 0,
+             "logging.distributed": "warning"}  # Dask's own start/stop chatter stays out of the run's log
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    with dask.config.set(quiet):
+        spec = {f"gpu{i}": {"cls": distributed.Nanny, "options": {"nthreads": 1, "resources": {"GPU": 1}, "env": env,
+                                                                   "host": "127.0.0.1", "silence_logs": logging.WARNING}}
+                for i, env in enumerate(envs)}
+        scheduler = {"cls": distributed.Scheduler, "options": {"host": "127.0.0.1", "port": 0,
+                                                                "dashboard_address": "127.0.0.1:0"}}
+        return distributed.SpecCluster(workers=spec, scheduler=scheduler, name="evo")
+
+
+def _no_automatic_retries(dask_scheduler=None) -> int:
+    """On the scheduler: a task lost with its worker is failed at once (KilledWorker), so that the
+    driver decides about the one re-run; returns the previous setting."""
+    before = dask_scheduler.allowed_failures
+    dask_scheduler.allowed_failures = 0
+    return before
+
+
+class DaskPool:
+    def __init__(self, address: str, *, backend: str = "gpu", stage_timeout_s: float = 60.0, local_workers: int = 0,
+                 gpus: list[str] | None = None):
+        self._distributed = require_distributed()
+        self.address = address
+        self.backend = backend
+        self.stage_timeout_s = stage_timeout_s
+        self.local_workers = local_workers
+        self.gpus = gpus or []
+        self.restarts = 0  # GPU processes replaced on the hosts (hangs, faults, crashes)
+        self.reruns = 0  # jobs sent again because their Dask worker was lost
+        self._cluster: Any = None
+        self._client: Any = None
+        self._hosts: dict[str, DeviceInfo] = {}  # Dask worker address -> its GPU
+
+    # ---- setup ----------------------------------------------------------------------------
+    def start(self) -> DaskPool:
+        if self._client is not None:
+            return self
+        address = self.address
+        if address == "local":
+            self._cluster = start_local_cluster(self.backend, self.local_workers, self.gpus)
+            address = self._cluster.scheduler_address
+        self._client = self._distributed.Client(address, timeout=60, set_as_default=False)
+        before = self._client.run_on_scheduler(_no_automatic_retries)
+        if before:
+            log.info(f"the scheduler's allowed-failures was {before}: set to 0 (evo re-runs a lost job once itself)")
+        dashboard = (self._client.dashboard_link + " (its pages need bokeh where the scheduler runs)"
+                     if "dashboard" in self._client.scheduler_info()["services"] else "none")
+        log.info(f"Dask scheduler {address}; dashboard: {dashboard}")
+        self._client.wait_for_workers(1, timeout=START_TIMEOUT_S)
+        self._refresh()
+        return self
+
+    def _gpu_workers(self) -> dict[str, dict]:
+        workers = self._client.scheduler_info(n_workers=-1)["workers"]
+        return {a: w for a, w in workers.items() if w.get("resources", {}).get("GPU")}
+
+    def _refresh(self) -> None:
+        """Forget workers that left; learn the GPU of those that joined (starting their GPU process)."""
+        current = self._gpu_workers()
+        self._hosts = {a: i for a, i in self._hosts.items() if a in current}
+        new = [a for a in current if a not in self._hosts]
+        if not new:
+            return
+        got = self._client.run(dask_host.host_info, self.backend, self.stage_timeout_s, workers=new, on_error="return")
+        for address, info in sorted(got.items()):
+            if isinstance(info, BaseException):
+                if isinstance(info, GpuUnavailable):  # a worker that cannot work: say why, do not guess
+                    raise info
+                log.warning(f"Dask worker {address} did not say which GPU it has ({type(info).__name__}: {info})")
+                continue
+            self._hosts[address] = DeviceInfo(**info)
+            log.info(f"Dask worker {current[address].get('name', address)} at {address}: {self._hosts[address].name}")
+
+    @property
+    def devices(self) -> list[str]:
+        return list(self.start()._hosts)
+
+    @property
+    def infos(self) -> list[DeviceInfo]:
+        self.start()._refresh()
+        return list(self._hosts.values())
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+        self._hosts = {}
+
+    def __enter__(self) -> DaskPool:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- work -----------------------------------------------------------------------------
+    def _submit(self, job: Job) -> Any:
+        if job.device is not None:
+            raise GpuUnavailable(f"a job asks for GPU {job.device}, but jobs on a Dask cluster go to any GPU worker "
+                                 "(a pinned job would wait forever for a worker that is gone): leave device=None")
+        if job.prepare is not None and set(self._gpu_workers()) != set(self._hosts):
+            self._refresh()
+        additions = {i.key: job.prepare(i) for i in self._hosts.values()} if job.prepare else None
+        return self._client.submit(dask_host.run_job, job.request, additions, self.backend, self.stage_timeout_s,
+                                   resources={"GPU": 1}, pure=False, key=f"evo-job-{uuid.uuid4().hex}")
+
+    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, dict]]:
+        """Yield (job, reply) as jobs finish, in completion order. About one job per GPU worker is
+        in flight (re-counted as workers come and go), so a job waits in the driver, not on a
+        worker that may be lost, and later jobs can still be compiling."""
+        self.start()
+        source = iter(jobs)
+        exhausted = False
+        in_flight: dict[Any, Job] = {}
+        done = self._distributed.as_completed(loop=self._client.loop)
+        while True:
+            while not exhausted and len(in_flight) < max(1, len(self._gpu_workers())):
+                try:
+                    job = next(source)
+                except StopIteration:
+                    exhausted = True
+                    break
+                future = self._submit(job)
+                in_flight[future] = job
+                done.add(future)
+            if not in_flight:
+                return
+            future = next(done)
+            job = in_flight.pop(future)
+            reply = self._reply(future, job)
+            future.release()
+            if reply is None:  # sent again
+                future = self._submit(job)
+                in_flight[future] = job
+                done.add(future)
+                continue
+            yield job, reply
+
+    def _reply(self, future: Any, job: Job) -> dict | None:
+        """The job's reply, or None when it must be sent again (lost once, or met a GPU not known yet)."""
+        try:
+            reply = future.result()
+        except self._distributed.KilledWorker as e:
+            lost = self._hosts.get(getattr(e.last_worker, "address", ""))
+            where = f"Dask worker {getattr(e.last_worker, 'name', '?')}"
+            if job.attempts == 0:
+                job.attempts += 1
+                self.reruns += 1
+                log.warning(f"{where} was lost with a job in flight: re-running that job once elsewhere "
+                            f"({self.reruns} re-run(s) in this pool)")
+                return None
+            info = lost or DeviceInfo("?", "?", 0, 0, 0, backend=self.backend)
+            return _failure(Status.FAULT, f"lost with its Dask worker twice (last: {where})", info)
+        if reply.get("type") == "unprepared":
+            self._refresh()
+            return None
+        return self._unwrap(reply)
+
+    def _unwrap(self, reply: dict) -> dict:
+        """The GPU's reply, with the host's restarts counted and its log records relayed here."""
+        self.restarts += reply.pop("host_restarts", 0)
+        host = reply.pop("host", "?")
+        for r in reply.pop("host_log", []):
+            logging.getLogger(r["name"]).log(r["level"], f"[{host}] {r['message']}")
+        return reply
+
+    def call_each(self, request: dict, devices: list[str] | None = None) -> dict[str, dict]:
+        """Run one request on every GPU worker (or on `devices`, worker addresses); replies by address.
+        Sent with client.run (outside the task queue), so it reaches exactly those workers."""
+        self.start()
+        got = self._client.run(dask_host.call_on_host, request, self.backend, self.stage_timeout_s,
+                               workers=devices or list(self._hosts))
+        return {address: self._unwrap(reply) for address, reply in got.items()}

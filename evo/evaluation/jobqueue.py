@@ -1,0 +1,36 @@
+"""Dask clusters on batch systems (SLURM, PBS) through dask-jobqueue, described by a YAML file
+such as conf/cluster/slurm.yaml: `kind`, `jobs`, and `options` for the dask-jobqueue class."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evo.core.errors import ConfigError
+
+KINDS = {"slurm": "SLURMCluster", "pbs": "PBSCluster"}
+
+
+def read_spec(path: str | Path) -> dict:
+    """The cluster description, checked: {"kind", "jobs", "options"}."""
+    from omegaconf import OmegaConf
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: no such cluster description (see conf/cluster/slurm.yaml)")
+    spec = OmegaConf.to_container(OmegaConf.load(p), resolve=True)
+    if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
+        raise ConfigError(f"{p}: `kind` must be one of {', '.join(KINDS)}")
+    if not isinstance(spec.get("jobs", 1), int) or spec.get("jobs", 1) < 0:
+        raise ConfigError(f"{p}: `jobs` must be a whole number >= 0")
+    return {"kind": spec["kind"], "jobs": spec.get("jobs", 1), "options": dict(spec.get("options") or {})}
+
+
+def make_cluster(spec: dict) -> Any:
+    """The dask-jobqueue cluster of a description, its scheduler started here, no job submitted yet.
+    A task lost with its worker fails at once, so that evo re-runs it once itself."""
+    try:
+        import dask
+        import dask_jobqueue
+    except ImportError:
+        raise ConfigError("a batch-system cluster needs dask-jobqueue: pip install 'evo-hgemm[cluster]'") from None
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        return getattr(dask_jobqueue, KINDS[spec["kind"]])(**spec["options"])

@@ -1,0 +1,231 @@
+"""Evaluation on a Dask cluster (issue 17), with the simulated backend: a LocalCluster, and a
+scheduler plus `dask worker --nthreads 1 --resources GPU=1` processes over loopback.
+
+No assert here depends on timing: a worker is killed only once its job is seen executing, and a
+job lost that way re-runs as a hang, whose outcome (timeout) does not depend on where it ran."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from evo.config import EvaluatorConfig
+from evo.core.errors import ConfigError, GpuUnavailable
+from evo.core.kernel import Candidate
+from evo.core.shapes import Shape
+from evo.evaluation.evaluator import Evaluator, _launch_on
+from evo.evaluation.pool import Job, WorkerPool
+from evo.families import FAMILIES
+from tests.test_evaluation import GOOD, marked
+from tests.test_resume import BASE, state, wait_for_evaluations
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---- without Dask -------------------------------------------------------------------------------
+def test_the_launch_is_computed_for_the_sm_count_of_the_gpu_that_runs_it():
+    hopper = FAMILIES["hopper"]
+    persistent = next(p for p in hopper.all_valid if p["PERSISTENT"] and p["CTAS_PER_SM"] == 1 and not p["SPLIT_K"] > 1)
+    cand, shape = hopper.candidate(persistent), Shape(4096, 4096, 4096)
+    h200, smaller = _launch_on(cand, shape, 132), _launch_on(cand, shape, 114)
+    assert h200["launch"]["grid"][0] == 132 and smaller["launch"]["grid"][0] == 114
+    assert _launch_on(cand, Shape(64, 64, 63), 132)["refuse"]["status"] == "unsupported"
+
+
+def test_a_job_pinned_to_a_gpu_the_pool_lacks_is_an_error_not_a_wait():
+    with WorkerPool(backend="simulated", devices=["sim0"]) as pool:
+        with pytest.raises(GpuUnavailable, match="asks for GPU sim7, which this pool does not have"):
+            list(pool.run([Job({"op": "peaks"}, device="sim7")]))
+
+
+def test_a_cluster_without_dask_installed_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed
+    with pytest.raises(ConfigError, match=r"pip install 'evo-hgemm\[cluster\]'"):
+        Evaluator(EvaluatorConfig(backend="simulated", cluster="local"))
+
+
+def test_a_cell_compares_speedups_so_kernels_timed_on_different_gpus_compete_fairly(tmp_path):
+    from evo.archive import Archive
+    from evo.archive.elites import AddStatus, elites, offer
+    from evo.core.records import Evaluation, Status, Timing
+    shape = Shape(1024, 1024, 1024)
+
+    def timed(kid: str, ms: float, library_ms: float, gpu: str) -> Evaluation:
+        t = Timing(mode="rotating", median_ms=ms, spread=0.0, samples_ms=(ms,), launches=1, method="graph")
+        return Evaluation(kid, shape, Status.OK, timings=(t,), best_library="torch", best_library_ms=library_ms,
+                          backend="gpu", gpu=gpu)
+
+    slow_gpu = timed("b" * 20, 0.020, 0.030, "H100 PCIe [1]")  # 1.5x its GPU's library
+    fast_gpu = timed("a" * 20, 0.015, 0.012, "H200 [2]")  # faster in ms, but 0.8x its GPU's library
+    for order in ((slow_gpu, fast_gpu), (fast_gpu, slow_gpu)):
+        archive = Archive.open(tmp_path / f"{order[0].gpu[:4]}.sqlite")
+        run = archive.start_run(kind="search", config={}, seed=0, backend="gpu")
+        for e in order:
+            offer(archive, run, str(shape), e)
+        (elite,) = elites(archive, run)
+        assert elite["kernel_id"] == "b" * 20 and elite["speedup"] == pytest.approx(1.5)
+        same = timed("c" * 20, 0.020, 0.030, "H100 PCIe [1]")  # a tie: the smaller kernel id stands
+        assert offer(archive, run, str(shape), same) == AddStatus.NOT_ADDED
+        archive.close()
+
+
+distributed = pytest.importorskip("distributed")
+psutil = pytest.importorskip("psutil")  # a dependency of distributed
+
+
+# ---- a LocalCluster -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def local(compile_cache):
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=2, cache_dir=str(compile_cache), cluster="local",
+                          cluster_workers=2)
+    ev = Evaluator(cfg).start()
+    yield ev
+    ev.close()
+
+
+def test_the_containment_matrix_holds_on_a_local_cluster_and_jobs_use_both_workers(local, caplog):
+    s = Shape(256, 256, 1024)
+    good = Candidate.make(GOOD)
+    pairs = [(marked("hang"), s), (good, s), (marked("fault"), s), (good, Shape(128, 128, 128)),
+             (marked("crash"), s), (good, Shape(64, 64, 64)), (marked("fp16acc"), s), (marked("stateful"), s)]
+    before = local.pool.restarts
+    out = {(e.kernel_id, e.shape): e for e in local.evaluate(pairs)}
+    assert [str(out[(c.id, s)].status) for c, s in pairs] == ["timeout", "ok", "fault", "ok", "fault", "ok", "incorrect",
+                                                              "incorrect_after_timing"]
+    assert local.pool.restarts - before == 4  # hang, fault, the crash twice: all on the GPU processes' hosts
+    assert local.pool.reruns == 0  # no Dask worker was lost: nothing went elsewhere
+    assert len({e.gpu for e in out.values() if e.gpu}) == 2
+    assert all(e.speedup for e in out.values() if e.ok)  # baselines per GPU, measured where each kernel ran
+
+
+# ---- a scheduler and worker processes over loopback ---------------------------------------------
+def _dask(*args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env, start_new_session=True)
+
+
+def _until(condition, what: str, timeout: float = 60):
+    """Wait for a condition (not for time): returns its first truthy value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not seen within {timeout} s: {what}")
+
+
+def _executing(dask_worker=None) -> list[str]:
+    return [str(k) for k, ts in dask_worker.state.tasks.items() if ts.state == "executing"]
+
+
+@pytest.fixture(scope="module")
+def loopback(tmp_path_factory):
+    here = tmp_path_factory.mktemp("dask")
+    scheduler_file = here / "scheduler.json"
+    # workers must not be daemonic (they start a GPU process); tests/ importable for client.run
+    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False", "PYTHONPATH": str(ROOT)}
+    procs = [_dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
+                   str(scheduler_file), env=env)]
+
+    def worker(name: str) -> subprocess.Popen:
+        p = _dask("worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1", "--resources", "GPU=1",
+                  "--name", name, "--host", "127.0.0.1", "--no-dashboard", env=env)
+        procs.append(p)
+        return p
+
+    try:
+        _until(lambda: scheduler_file.exists() and scheduler_file.read_text().strip(), "the scheduler file")
+        address = json.loads(scheduler_file.read_text())["address"]
+        worker("w0"), worker("w1")
+        client = distributed.Client(address, timeout=60, set_as_default=False)
+        client.wait_for_workers(2, timeout=60)
+        yield SimpleNamespace(address=address, client=client, worker=worker, tmp=here)
+        client.close()
+    finally:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def _request(behaviour: str) -> dict:
+    source = marked(behaviour).source
+    return {"op": "evaluate", "shape": [128, 128, 128], "cubin": None, "source": source, "launch": None, "draws": 1,
+            "modes": ["rotating"], "replays": 1, "target_replay_ms": 1.0, "server_gap_ms": [0.05], "libraries": []}
+
+
+def test_a_lost_worker_loses_only_its_job_which_runs_once_more_and_the_run_finishes(loopback):
+    from evo.evaluation.dask_pool import DaskPool
+    client = loopback.client
+    with DaskPool(loopback.address, backend="simulated", stage_timeout_s=3) as pool:
+        killed = []
+
+        def jobs():
+            yield Job(_request("hang"), tag="doomed")  # the only job in flight when its worker is killed
+            busy = _until(lambda: {a: k for a, k in client.run(_executing).items() if k}, "the job executing")
+            (address,) = busy
+            pid = client.run(os.getpid, workers=[address])[address]
+            killed.extend(c for c in psutil.Process(pid).children() if "spawn_main" in " ".join(c.cmdline()))
+            os.kill(pid, signal.SIGKILL)  # the Dask worker process; its nanny starts a new one (it joins mid-run)
+            for i in range(6):
+                yield Job(_request("slow" if i % 2 else "incorrect"), tag=i)
+
+        replies = {job.tag: reply for job, reply in pool.run(jobs())}
+        assert sorted(replies, key=str) == [0, 1, 2, 3, 4, 5, "doomed"]  # nothing lost
+        assert pool.reruns == 1  # exactly one job re-ran: the one in flight on the lost worker
+        assert replies["doomed"]["kernel"]["status"] == "timeout"  # it ran again, and hung again
+        assert [replies[i]["kernel"]["status"] for i in range(6)] == ["incorrect", "ok"] * 3
+    (hung,) = killed  # the lost worker's GPU process, in the middle of its hang: it went with its worker
+    assert psutil.wait_procs([hung], timeout=30)[1] == []
+
+
+def test_a_worker_that_joins_mid_run_gets_work(loopback, compile_cache):
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=5, cache_dir=str(compile_cache), cluster=loopback.address)
+    ev = Evaluator(cfg).start()
+    try:
+        first = {e.gpu for e in ev.evaluate([(Candidate.make(GOOD), Shape(64, 64, 64))])}
+        loopback.worker("late")
+        _until(lambda: "late" in {w["name"] for w in loopback.client.scheduler_info()["workers"].values()}, "the new worker")
+        slow = [marked(f"slow\n// {i}") for i in range(3)]  # one per worker: three idle workers, three jobs
+        gpus = {e.gpu for e in ev.evaluate([(c, Shape(128, 128, 128)) for c in slow])}
+    finally:
+        ev.close()
+    assert len(first) == 1 and any("dask-late" in g for g in gpus)
+    assert any("dask-late" in key for key in ev._peaks)  # its peaks were measured when it joined
+
+
+def test_a_killed_driver_is_resumed_on_the_same_cluster(loopback):
+    path = loopback.tmp / "resume.sqlite"
+    cluster = f"evaluator.cluster={loopback.address}"
+    run = subprocess.Popen([sys.executable, "-m", "evo", "run", *BASE, cluster, "search.max_evaluations=100000",
+                            f"archive.path={path}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        wait_for_evaluations(path, 6, run)
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)  # the driver: the cluster and its workers carry on
+        run.wait()
+    assert state(path)["status"] == "running"
+    out = subprocess.run([sys.executable, "-m", "evo", "resume", str(path), "search.max_evaluations=16"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    after = state(path)
+    assert after["status"] == "finished" and after["spent"] >= 16
+    assert f"Dask scheduler {loopback.address}" in (loopback.tmp / "resume.run1.log").read_text()
+
+
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")  # the example's dashboard port, taken here
+def test_the_slurm_example_asks_for_one_gpu_and_one_non_daemonic_worker_per_job(capsys):
+    pytest.importorskip("dask_jobqueue")
+    from evo.cli.main import main
+    main(["cluster", str(ROOT / "conf" / "cluster" / "slurm.yaml"), "--job-script"])
+    script = capsys.readouterr().out
+    assert "#SBATCH --gres=gpu:1" in script and "export DASK_DISTRIBUTED__WORKER__DAEMON=False" in script
+    worker = next(line for line in script.splitlines() if "dask_worker" in line)
+    assert "--nthreads 1" in worker and "--resources GPU=1" in worker
+
