@@ -110,13 +110,13 @@ def check_points(rng: dict, *, dense: int = DENSE_CHECK) -> list[int]:
     """The Ms a range is checked for correctness at: every supported M of a short range; otherwise
     both edges of every launch segment (where the grid changes) and an even spread between."""
     segs = rng["segments"]
-    supported = sum(s["m_hi"] - s["m_lo"] + 1 for s in segs)
-    if supported <= dense:
-        return [m for s in segs for m in range(s["m_lo"], s["m_hi"] + 1)]
-    points = {m for s in segs for m in (s["m_lo"], min(s["m_lo"] + 1, s["m_hi"]), s["m_hi"])}
-    step = max(1, supported // dense)
-    points |= {m for s in segs for m in range(s["m_lo"], s["m_hi"] + 1, step)}
-    return sorted(points)
+    supported = [m for s in segs for m in range(s["m_lo"], s["m_hi"] + 1)]
+    if len(supported) <= dense:
+        return supported
+    edges = sorted({m for s in segs for m in (s["m_lo"], min(s["m_lo"] + 1, s["m_hi"]), s["m_hi"])})
+    if len(edges) > 4 * dense:  # a launch that changes at almost every M: a spread of its edges
+        edges = edges[::len(edges) // (4 * dense) + 1] + [edges[-1]]
+    return sorted({*edges, *supported[::len(supported) // dense]})
 
 
 def timing_points(rng: dict) -> list[int]:

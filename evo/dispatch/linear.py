@@ -10,13 +10,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-import evo.dispatch
 from evo.core.errors import EvoError
+from evo.dispatch.dispatcher import Dispatcher, default
 
 
 class Linear(torch.nn.Module):
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                 dispatcher: evo.dispatch.Dispatcher | None = None):
+                 dispatcher: Dispatcher | None = None):
         super().__init__()
         self.dispatcher = dispatcher  # None: the configured one (evo.dispatch.configure or EVO_KERNELS)
         self.out_features, self.in_features = weight.shape
@@ -24,14 +24,14 @@ class Linear(torch.nn.Module):
         self.register_buffer("bias", None if bias is None else bias.detach().clone())
 
     @classmethod
-    def from_linear(cls, layer: torch.nn.Linear, dispatcher: evo.dispatch.Dispatcher | None = None) -> Linear:
+    def from_linear(cls, layer: torch.nn.Linear, dispatcher: Dispatcher | None = None) -> Linear:
         return cls(layer.weight, layer.bias, dispatcher)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.requires_grad and torch.is_grad_enabled():
             return F.linear(x, self.weight_t.t(), self.bias)
         rows = x.reshape(-1, self.in_features)
-        d = self.dispatcher or evo.dispatch.default()
+        d = self.dispatcher or default()
         y = d.matmul(rows, self.weight_t) if d is not None else torch.mm(rows, self.weight_t)
         if self.bias is not None:
             y += self.bias
@@ -41,10 +41,10 @@ class Linear(torch.nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-def patch(model: torch.nn.Module, dispatcher: evo.dispatch.Dispatcher | None = None) -> list[str]:
+def patch(model: torch.nn.Module, dispatcher: Dispatcher | None = None) -> list[str]:
     """Replace, in place, every nn.Linear whose (out, in) = (N, K) has an exported table by an
     evo.dispatch.Linear (the weight moves to the kernels' layout once). Returns the replaced names."""
-    d = dispatcher or evo.dispatch.default()
+    d = dispatcher or default()
     if d is None:
         raise EvoError("no export configured: call evo.dispatch.configure(folder) (or set "
                                     "EVO_KERNELS=folder) before patch(model)")
