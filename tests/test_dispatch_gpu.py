@@ -27,7 +27,7 @@ def export_dir(tmp_path_factory, compiler):
     folder = tmp_path_factory.mktemp("export")
     entries, cells = [], []
     sources = [HOPPER.render(dict(HOPPER.default, **change)) for change, *_ in KERNELS]
-    for (change, n, k, ms), source, res in zip(KERNELS, sources, compiler.compile_many(sources)):
+    for (_, n, k, ms), source, res in zip(KERNELS, sources, compiler.compile_many(sources)):
         assert res.ok, res.status
         for m in ms:
             name = f"hgemm_{m}x{n}x{k}"
