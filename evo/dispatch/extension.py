@@ -35,7 +35,8 @@ def _build() -> ModuleType:
         raise RuntimeError("no CUDA toolkit found (cuda.h): install one and set CUDA_HOME")
     # the source's hash in the name: an edited source is rebuilt, never mixed with an old build
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:10]
-    libs = [p for p in (Path(home) / "lib64", Path(home) / "lib64" / "stubs", Path(home) / "lib" / "stubs")
+    libs = [p for p in (Path(home) / "lib64", Path(home) / "lib64" / "stubs", Path(home) / "lib" / "stubs",
+                        Path(home) / "targets" / "x86_64-linux" / "lib" / "stubs")
             if p.is_dir()]
     module = load(name=f"evo_ops_{digest}", sources=[str(SOURCE)], with_cuda=True,
                   extra_cflags=["-O3"],
