@@ -26,8 +26,13 @@ stamp install
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
 fi
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/site . \
-  2>&1 | tail -3 || exit 1
+if ! python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/site . \
+    > /tmp/evo_install.log 2>&1; then
+  # no setuptools to build with: lay the folders out as the wheel does (pyproject.toml's package-dir)
+  tail -3 /tmp/evo_install.log; echo "pip could not build evo here: copying the source folders into /tmp/site/evo"
+  rm -rf /tmp/site/evo && mkdir -p /tmp/site && cp -r evo /tmp/site/evo || exit 1
+  for f in archive islands mutators conf; do cp -r "$f" "/tmp/site/evo/$f" || exit 1; done
+fi
 export PYTHONPATH=/tmp/site
 cd /tmp  # the checkout's evo/ folder must not shadow the installed package
 python3 -c "import evo, torch; print('evo', evo.__version__, 'torch', torch.__version__, torch.cuda.get_device_name())" \
