@@ -8,7 +8,9 @@ evo.dispatch.Linear where the export has their (N, K); each call then takes the 
 re-checked table gives for its M, or torch). Prefill: one sequence of T tokens (M = T). Decode: B
 sequences, one new token each (M = B; attention over that token only, no KV cache: the GEMM shapes
 are those of decoding, the attention part is not). Eager and CUDA graphs; outputs compared with
-the plain block's (normwise relative error).
+the plain block's (normwise relative error). A third copy, `forced`, runs every exported kernel in
+range whatever its re-check said (never-slower off), to show what that rule saves; it is labelled
+as such and is not what evo.dispatch does.
 Usage (GPU machine): python3 benchmarks/dispatch/block.py EXPORT_DIR [OUT.json]
 """
 import copy
@@ -99,14 +101,21 @@ def main(folder, out_path=None):
                 p.normal_(0, 0.02)
     fast = copy.deepcopy(plain)
     print("patched:", evo.dispatch.patch(fast))
+    every = evo.dispatch.Dispatcher(folder, checked=False)
+    for table in every.tables:
+        for rng in table["ranges"]:
+            rng["use"] = True  # the forced copy: never-slower off
+    forced = copy.deepcopy(plain)
+    evo.dispatch.patch(forced, every)
     rows = []
     print(f"{'case':>8} {'B':>3} {'T':>4} {'M':>4} {'eager tok/s plain':>18} {'evo':>10} {'x':>6} "
-          f"{'graph tok/s plain':>18} {'evo':>10} {'x':>6} {'rel_err':>9}  paths (qkv, o, gate_up, down)")
+          f"{'graph tok/s plain':>18} {'evo':>10} {'x':>6} {'rel_err':>9} {'forced x eager':>14} {'x graph':>7}"
+          f"  paths (qkv, o, gate_up, down)")
     with torch.inference_mode():
         for case, b, t in CASES:
             x = torch.randn(b, t, D, dtype=torch.float16, device="cuda")
-            ref, got = plain(x), fast(x)
-            err = ((got.float() - ref.float()).norm() / ref.float().norm()).item()
+            ref, got, got_forced = plain(x), fast(x), forced(x)
+            err = max(((y.float() - ref.float()).norm() / ref.float().norm()).item() for y in (got, got_forced))
             paths = []
             for name in ("qkv", "o", "gate_up", "down"):
                 layer = getattr(fast, name)
@@ -115,13 +124,16 @@ def main(folder, out_path=None):
                              if isinstance(layer, evo.dispatch.Linear) else "torch")
             e_plain, e_fast = eager_ms(plain, x), eager_ms(fast, x)
             (g_plain, _), (g_fast, _) = graph_ms(plain, x), graph_ms(fast, x)
+            e_forced, (g_forced, _) = eager_ms(forced, x), graph_ms(forced, x)
             tok = b * t
             row = {"case": case, "B": b, "T": t, "M": tok, "eager_tok_s": [tok / e_plain * 1e3, tok / e_fast * 1e3],
-                   "graph_tok_s": [tok / g_plain * 1e3, tok / g_fast * 1e3], "rel_err": err, "paths": paths}
+                   "graph_tok_s": [tok / g_plain * 1e3, tok / g_fast * 1e3], "rel_err": err, "paths": paths,
+                   "forced_eager_tok_s": tok / e_forced * 1e3, "forced_graph_tok_s": tok / g_forced * 1e3}
             rows.append(row)
             print(f"{case:>8} {b:>3} {t:>4} {tok:>4} {row['eager_tok_s'][0]:>18.0f} {row['eager_tok_s'][1]:>10.0f} "
                   f"{e_plain / e_fast:>6.3f} {row['graph_tok_s'][0]:>18.0f} {row['graph_tok_s'][1]:>10.0f} "
-                  f"{g_plain / g_fast:>6.3f} {err:>9.2e}  {', '.join(paths)}")
+                  f"{g_plain / g_fast:>6.3f} {err:>9.2e} {e_plain / e_forced:>14.3f} {g_plain / g_forced:>7.3f}"
+                  f"  {', '.join(paths)}")
     if out_path:
         json.dump(rows, open(out_path, "w"), indent=1)
 
