@@ -162,6 +162,9 @@ def test_export_writes_dispatch_tables(tmp_path):
     d = Dispatcher(tmp_path / "exp")
     seg, why = d.route(50, 4096, 1024, gpu="NVIDIA H200")
     assert seg is None and ("not re-checked" in why or "not used" in why)
+    out = subprocess.run([sys.executable, "-m", "evo", "export", str(archive), "--out", str(tmp_path / "exp"),
+                          "--no-cubins", "--verify"], capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and "needs" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_an_old_manifest_is_refused_with_what_to_do(tmp_path):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from evo.core.errors import EvoError
 from evo.core.version import VERSION
 
 
@@ -42,7 +43,11 @@ def export_cli(argv: list[str]) -> None:
     a = p.parse_args(argv)
     export(a.archive, a.out, run_id=a.run, with_cubins=not a.no_cubins)
     if a.verify:
-        from evo.dispatch.verify import verify
+        try:
+            from evo.dispatch.verify import verify
+        except ImportError as e:
+            raise EvoError(f"--verify needs torch with CUDA ({e}): pip install 'evo-hgemm[gpu]' on the GPU "
+                           f"machine; the export itself is written to {a.out}/") from None
         verify(a.out)
 
 
