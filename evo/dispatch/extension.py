@@ -3,7 +3,8 @@
 The source is evo_ops.cpp beside this file. torch.utils.cpp_extension compiles it with the local
 C++ compiler against torch's headers and the CUDA toolkit's cuda.h, links the CUDA driver, and
 caches the build (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions): later processes load
-it in well under a second. Where it cannot be built, `load()` returns None and `why_not()` says why
+it in well under a second. Without ninja (which cpp_extension.load needs) the same build is one
+compiler call. Where it cannot be built, `load()` returns None and `why_not()` says why
 and what to install; evo.dispatch then sends every call to torch.
 """
 from __future__ import annotations
@@ -27,22 +28,55 @@ def _cuda_home() -> str | None:
 
 def _build() -> ModuleType:
     import torch
-    from torch.utils.cpp_extension import load
+    from torch.utils import cpp_extension
     if not torch.cuda.is_available():
         raise RuntimeError("torch sees no CUDA GPU")
     home = _cuda_home()
     if not home or not (Path(home) / "include" / "cuda.h").exists():
         raise RuntimeError("no CUDA toolkit found (cuda.h): install one and set CUDA_HOME")
     # the source's hash in the name: an edited source is rebuilt, never mixed with an old build
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:10]
+    name = f"evo_ops_{hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:10]}"
     libs = [p for p in (Path(home) / "lib64", Path(home) / "lib64" / "stubs", Path(home) / "lib" / "stubs",
-                        Path(home) / "targets" / "x86_64-linux" / "lib" / "stubs")
-            if p.is_dir()]
-    module = load(name=f"evo_ops_{digest}", sources=[str(SOURCE)], with_cuda=True,
-                  extra_cflags=["-O3"],
-                  extra_ldflags=[*(f"-L{p}" for p in libs), "-lcuda"],
-                  verbose=os.environ.get("EVO_EXT_VERBOSE") == "1")
+                        Path(home) / "targets" / "x86_64-linux" / "lib" / "stubs") if p.is_dir()]
+    if cpp_extension.is_ninja_available():
+        module = cpp_extension.load(name=name, sources=[str(SOURCE)], with_cuda=True, extra_cflags=["-O3"],
+                                    extra_ldflags=[*(f"-L{p}" for p in libs), "-lcuda"],
+                                    verbose=os.environ.get("EVO_EXT_VERBOSE") == "1")
+    else:
+        module = _build_without_ninja(name, home, libs)
     _register_fakes()
+    return module
+
+
+def _build_without_ninja(name: str, home: str, libs: list[Path]) -> ModuleType:
+    """The same build as cpp_extension.load, with one compiler call (no ninja on the machine)."""
+    import importlib.util
+    import subprocess
+    import sysconfig
+
+    import torch
+    from torch.utils import cpp_extension as ce
+    folder = Path(os.environ.get("TORCH_EXTENSIONS_DIR", Path.home() / ".cache" / "torch_extensions")) / name
+    so = folder / f"{name}.so"
+    if not so.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        std = "-std=c++20" if "-std=c++20" in Path(ce.__file__).read_text() else "-std=c++17"  # as torch builds
+        abi = [f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"]
+        abi += getattr(ce, "_get_pybind11_abi_build_flags", list)()
+        torch_libs = [str(Path(torch.__file__).parent / "lib")]
+        cmd = [os.environ.get("CXX", "c++"), "-O3", "-shared", "-fPIC", std, *abi, f"-DTORCH_EXTENSION_NAME={name}",
+               "-DTORCH_API_INCLUDE_EXTENSION_H", *(f"-I{p}" for p in ce.include_paths()),
+               f"-I{sysconfig.get_paths()['include']}", f"-I{home}/include", str(SOURCE), "-o", str(so) + ".tmp",
+               *(f"-L{p}" for p in [*torch_libs, *libs]), *(f"-Wl,-rpath,{p}" for p in torch_libs),
+               "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-ltorch_python", "-lcudart", "-lcuda"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"{cmd[0]} failed: {done.stderr.strip()[-2000:]}")
+        Path(str(so) + ".tmp").rename(so)
+    spec = importlib.util.spec_from_file_location(name, so)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module
 
 
