@@ -33,6 +33,7 @@ class Dispatcher:
         self.kernels = {e["file"].removesuffix(".cu"): e for e in manifest["kernels"]}
         self.checked = checked
         self.handle: int | None = None  # the C++ table, built on first use
+        self._ops: tuple = ()  # (matmul, matmul_out) overloads, bound once: no per-call name lookup
         self.gpu: str | None = None  # the name of the GPU the C++ table was built for
 
     def route(self, m: int, n: int, k: int, *, gpu: str | None = None) -> tuple[dict | None, str]:
@@ -76,6 +77,7 @@ class Dispatcher:
                     ext.add_segment(handle, table["N"], table["K"], s["m_lo"], s["m_hi"], index[rng["kernel"]],
                                     launch_values(s))
         ext.preload(handle, device)  # module loads cannot happen inside a CUDA-graph capture
+        self._ops = (torch.ops.evo.matmul.default, torch.ops.evo.matmul_out.default)
         self.handle = handle
         return handle
 
@@ -85,8 +87,8 @@ class Dispatcher:
         if handle is None or a.dim() != 2 or b.dim() != 2:
             return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
         if out is None:
-            return torch.ops.evo.matmul(a, b, handle)
-        torch.ops.evo.matmul_out(a, b, handle, out)
+            return self._ops[0](a, b, handle)
+        self._ops[1](a, b, handle, out)
         return out
 
     def explain(self, a, b) -> str:
