@@ -45,7 +45,7 @@ m = e.load(); print('built' if m else e.why_not())") > "$OUT/extension_build.log
 BUILD=$!
 
 stamp sweep
-timeout -s INT 210 python3 -m evo sweep family=hopper shapes=inline \
+timeout -s INT 180 python3 -m evo sweep family=hopper shapes=inline \
   'shapes.list=[1-512x6144x4096,1-512x4096x4096,1-512x28672x4096,1-512x4096x14336]' \
   sweep.sample=shortlist sweep.budget=2 evaluator.draws=1 evaluator.replays=5 evaluator.target_replay_ms=5 \
   evaluator.timeout_s=20 'evaluator.libraries=[torch]' archive.path="$OUT/sweep.sqlite" search.progress=false \
@@ -53,7 +53,7 @@ timeout -s INT 210 python3 -m evo sweep family=hopper shapes=inline \
 wait $BUILD; cat "$OUT/extension_build.log"
 
 stamp "export --verify"
-timeout 120 python3 -m evo export "$OUT/sweep.sqlite" --out "$OUT/exported" --verify 2>&1 | tail -60 | tee "$OUT/export_verify.log"
+timeout 100 python3 -m evo export "$OUT/sweep.sqlite" --out "$OUT/exported" --verify 2>&1 | tail -60 | tee "$OUT/export_verify.log"
 python3 - "$OUT/exported/manifest.json" <<'EOF' | tee "$OUT/table.log"
 import json, sys
 m = json.load(open(sys.argv[1]))
@@ -67,8 +67,8 @@ timeout 150 python3 -m pytest -p no:cacheprovider --import-mode=importlib --root
   -m gpu -q "$REPO/tests/test_dispatch_gpu.py" 2>&1 | tail -15 | tee "$OUT/pytest_dispatch_gpu.log"
 
 stamp overhead
-timeout 90 python3 "$REPO/benchmarks/dispatch/overhead.py" "$OUT/exported" "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log"
+timeout 60 python3 "$REPO/benchmarks/dispatch/overhead.py" "$OUT/exported" "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log"
 
 stamp block
-timeout 90 python3 "$REPO/benchmarks/dispatch/block.py" "$OUT/exported" "$OUT/block.json" 2>&1 | tee "$OUT/block.log"
+timeout 60 python3 "$REPO/benchmarks/dispatch/block.py" "$OUT/exported" "$OUT/block.json" 2>&1 | tee "$OUT/block.log"
 stamp done

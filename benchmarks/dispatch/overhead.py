@@ -91,7 +91,7 @@ def main(folder, out_path=None):
             if not d.explain(A[0], B[0]).startswith("evo:"):
                 continue
             path = "yes" if checked.explain(A[0], B[0]).startswith("evo:") else "no"
-            calls = max(sets, min(1000, math.ceil(2e10 / (2 * m * n * k))))
+            calls = max(sets, 20, min(1000, math.ceil(2e10 / (2 * m * n * k))))
             f_evo = lambda i, A=A, B=B, C=C: d.matmul(A[i], B[i], out=C[i])  # noqa: E731
             f_torch = lambda i, A=A, B=B, C=C: torch.matmul(A[i], B[i], out=C[i])  # noqa: E731
             ge, gt = graph(f_evo, sets, calls), graph(f_torch, sets, calls)
