@@ -12,6 +12,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <array>
@@ -29,10 +30,54 @@ constexpr int kMaxTables = 256;
 constexpr int kMaxMaps = 8;
 constexpr size_t kMapCacheLimit = 4096;  // tensor maps kept per table before the cache starts over
 
+// The driver functions, looked up in libcuda.so.1 at first use: no link-time dependency on
+// libcuda.so, which many machines (containers, runtime-only installs) do not have.
+struct Driver {
+#define EVO_DRIVER_FN(fn) decltype(&::fn) fn;
+  EVO_DRIVER_FN(cuGetErrorName)
+  EVO_DRIVER_FN(cuCtxGetCurrent)
+  EVO_DRIVER_FN(cuCtxSetCurrent)
+  EVO_DRIVER_FN(cuDeviceGet)
+  EVO_DRIVER_FN(cuDevicePrimaryCtxRetain)
+  EVO_DRIVER_FN(cuModuleLoadData)
+  EVO_DRIVER_FN(cuModuleGetFunction)
+  EVO_DRIVER_FN(cuFuncSetAttribute)
+  EVO_DRIVER_FN(cuTensorMapEncodeTiled)
+  EVO_DRIVER_FN(cuLaunchKernelEx)
+#undef EVO_DRIVER_FN
+};
+
+const Driver& drv() {
+  static const Driver d = [] {
+    Driver d{};
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    TORCH_CHECK(lib, "evo.dispatch: cannot open the CUDA driver (libcuda.so.1): ", dlerror());
+    auto sym = [lib](const char* name) {
+      void* p = dlsym(lib, name);
+      TORCH_CHECK(p, "evo.dispatch: the CUDA driver has no ", name, ": update the driver (CUDA 12 or newer)");
+      return p;
+    };
+#define EVO_DRIVER_FN(fn) d.fn = reinterpret_cast<decltype(&::fn)>(sym(#fn));
+    EVO_DRIVER_FN(cuGetErrorName)
+    EVO_DRIVER_FN(cuCtxGetCurrent)
+    EVO_DRIVER_FN(cuCtxSetCurrent)
+    EVO_DRIVER_FN(cuDeviceGet)
+    EVO_DRIVER_FN(cuDevicePrimaryCtxRetain)
+    EVO_DRIVER_FN(cuModuleLoadData)
+    EVO_DRIVER_FN(cuModuleGetFunction)
+    EVO_DRIVER_FN(cuFuncSetAttribute)
+    EVO_DRIVER_FN(cuTensorMapEncodeTiled)
+    EVO_DRIVER_FN(cuLaunchKernelEx)
+#undef EVO_DRIVER_FN
+    return d;
+  }();
+  return d;
+}
+
 void check(CUresult r, const char* what) {
   if (r != CUDA_SUCCESS) {
     const char* name = nullptr;
-    cuGetErrorName(r, &name);
+    drv().cuGetErrorName(r, &name);
     TORCH_CHECK(false, "evo.dispatch: ", what, " failed: ", name ? name : "unknown CUDA error");
   }
 }
@@ -102,22 +147,22 @@ CUfunction function_for(Kernel& k, int device) {
   if (k.function[device]) return k.function[device];
   c10::cuda::CUDAGuard guard((c10::DeviceIndex)device);
   CUcontext ctx = nullptr;
-  check(cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  check(drv().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
   if (!ctx) {  // the runtime has not made the primary context current on this thread yet
     CUdevice dev;
-    check(cuDeviceGet(&dev, device), "cuDeviceGet");
-    check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-    check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    check(drv().cuDeviceGet(&dev, device), "cuDeviceGet");
+    check(drv().cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    check(drv().cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   }
   CUmodule mod;
   CUfunction f;
-  check(cuModuleLoadData(&mod, k.cubin.data()), "loading a cubin (cuModuleLoadData)");
-  check(cuModuleGetFunction(&f, mod, "hgemm"), "finding hgemm in the cubin");
+  check(drv().cuModuleLoadData(&mod, k.cubin.data()), "loading a cubin (cuModuleLoadData)");
+  check(drv().cuModuleGetFunction(&f, mod, "hgemm"), "finding hgemm in the cubin");
   if (k.max_smem > 0)
-    check(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k.max_smem),
+    check(drv().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k.max_smem),
           "raising the dynamic shared memory limit");
   if (k.big_cluster)
-    check(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+    check(drv().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
           "allowing a non-portable cluster size");
   k.module[device] = mod;
   k.function[device] = f;
@@ -155,7 +200,7 @@ const CUtensorMap& tensor_map(Table& t, const MapSpec& s, const void* ptr, uint6
   cuuint32_t box[2] = {s.box_inner, s.box_outer};
   cuuint32_t elem[2] = {1, 1};
   CUtensorMap map;
-  check(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(ptr), dims, strides, box,
+  check(drv().cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(ptr), dims, strides, box,
                                elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzles[sw], CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
         "encoding a tensor map (cuTensorMapEncodeTiled)");
@@ -196,7 +241,7 @@ void launch(Table& t, const Segment& s, const at::Tensor& a, const at::Tensor& b
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
   }
-  check(cuLaunchKernelEx(&cfg, f, params, nullptr), "launching hgemm (cuLaunchKernelEx)");
+  check(drv().cuLaunchKernelEx(&cfg, f, params, nullptr), "launching hgemm (cuLaunchKernelEx)");
 }
 
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, int64_t handle) {

@@ -1,11 +1,12 @@
 """Build (once, cached) and load the C++ extension behind torch.ops.evo.matmul.
 
 The source is evo_ops.cpp beside this file. torch.utils.cpp_extension compiles it with the local
-C++ compiler against torch's headers and the CUDA toolkit's cuda.h, links the CUDA driver, and
-caches the build (TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions): later processes load
-it in well under a second. Without ninja (which cpp_extension.load needs) the same build is one
-compiler call. Where it cannot be built, `load()` returns None and `why_not()` says why
-and what to install; evo.dispatch then sends every call to torch.
+C++ compiler against torch's headers and the CUDA toolkit's cuda.h (the driver, libcuda.so.1, is
+opened at run time, so no libcuda.so is needed to link), and caches the build
+(TORCH_EXTENSIONS_DIR, by default ~/.cache/torch_extensions): later processes load it in well
+under a second. Without ninja (which cpp_extension.load needs) the same build is one compiler call.
+Where it cannot be built, `load()` returns None and `why_not()` says why and what to install;
+evo.dispatch then sends every call to torch.
 """
 from __future__ import annotations
 
@@ -22,8 +23,13 @@ _state: dict = {}
 
 
 def _cuda_home() -> str | None:
+    """The CUDA toolkit's root: the first of CUDA_HOME, CUDA_PATH, torch's guess, /usr/local/cuda
+    that has include/cuda.h (torch guesses from nvcc's folder, which a wrapper script can mislead)."""
     from torch.utils.cpp_extension import CUDA_HOME
-    return CUDA_HOME
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), CUDA_HOME, "/usr/local/cuda"):
+        if home and (Path(home) / "include" / "cuda.h").exists():
+            return home
+    return None
 
 
 def _build() -> ModuleType:
@@ -32,15 +38,16 @@ def _build() -> ModuleType:
     if not torch.cuda.is_available():
         raise RuntimeError("torch sees no CUDA GPU")
     home = _cuda_home()
-    if not home or not (Path(home) / "include" / "cuda.h").exists():
-        raise RuntimeError("no CUDA toolkit found (cuda.h): install one and set CUDA_HOME")
+    if not home:
+        raise RuntimeError("no CUDA toolkit found (include/cuda.h): install one and set CUDA_HOME")
     # the source's hash in the name: an edited source is rebuilt, never mixed with an old build
     name = f"evo_ops_{hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:10]}"
-    libs = [p for p in (Path(home) / "lib64", Path(home) / "lib64" / "stubs", Path(home) / "lib" / "stubs",
-                        Path(home) / "targets" / "x86_64-linux" / "lib" / "stubs") if p.is_dir()]
+    # the driver (libcuda) is opened at run time by the extension itself: only the runtime is linked
+    libs = [p for p in (Path(home) / "lib64", Path(home) / "targets" / "x86_64-linux" / "lib") if p.is_dir()]
     if cpp_extension.is_ninja_available():
         module = cpp_extension.load(name=name, sources=[str(SOURCE)], with_cuda=True, extra_cflags=["-O3"],
-                                    extra_ldflags=[*(f"-L{p}" for p in libs), "-lcuda"],
+                                    extra_include_paths=[f"{home}/include"],
+                                    extra_ldflags=[*(f"-L{p}" for p in libs), "-ldl"],
                                     verbose=os.environ.get("EVO_EXT_VERBOSE") == "1")
     else:
         module = _build_without_ninja(name, home, libs)
@@ -68,7 +75,7 @@ def _build_without_ninja(name: str, home: str, libs: list[Path]) -> ModuleType:
                "-DTORCH_API_INCLUDE_EXTENSION_H", *(f"-I{p}" for p in ce.include_paths()),
                f"-I{sysconfig.get_paths()['include']}", f"-I{home}/include", str(SOURCE), "-o", str(so) + ".tmp",
                *(f"-L{p}" for p in [*torch_libs, *libs]), *(f"-Wl,-rpath,{p}" for p in torch_libs),
-               "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-ltorch_python", "-lcudart", "-lcuda"]
+               "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-ltorch_python", "-lcudart", "-ldl"]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:
             raise RuntimeError(f"{cmd[0]} failed: {done.stderr.strip()[-2000:]}")
