@@ -19,7 +19,7 @@ set -uo pipefail
 OUT=${OUT:?set OUT to the results folder}
 REPO=$(pwd)
 mkdir -p "$OUT"
-export EVO_CACHE_DIR=/tmp/evo-cache TORCH_EXTENSIONS_DIR=/tmp/torch-ext MAX_JOBS=16 PYTHONUNBUFFERED=1
+export EVO_CACHE_DIR=/tmp/evo-cache TORCH_EXTENSIONS_DIR=/tmp/torch-ext MAX_JOBS=16 PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0a
 stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
 
 stamp install
