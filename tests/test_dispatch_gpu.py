@@ -119,3 +119,27 @@ def test_linear_falls_back_under_autograd(d):
     x = torch.randn(8, 1024, dtype=torch.float16, device="cuda", requires_grad=True)
     layer(x).sum().backward()
     assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_verify_re_checks_every_range_on_this_gpu(export_dir, tmp_path):
+    import shutil
+
+    from evo.dispatch import Dispatcher
+    from evo.dispatch.verify import verify
+    folder = tmp_path / "copy"
+    shutil.copytree(export_dir, folder)
+    manifest = verify(folder, replays=5)
+    gpu = torch.cuda.get_device_name()
+    assert manifest["verified"]["gpu"] == gpu
+    for table in manifest["tables"]:
+        for rng in table["ranges"]:
+            check = rng["check"]
+            assert check["correct"] and check["max_rel_err"] < 5e-4 and check["gpu"] == gpu
+            assert [p["M"] for p in check["points"]] == sorted({rng["m_lo"], (rng["m_lo"] + rng["m_hi"]) // 2,
+                                                                 rng["m_hi"]})
+            assert rng["use"] == all(p["faster"] for p in check["points"])
+    d = Dispatcher(folder)  # checked: uses exactly the ranges the re-check kept
+    for table in manifest["tables"]:
+        for rng in table["ranges"]:
+            seg, why = d.route(rng["m_hi"], table["N"], table["K"], gpu=gpu)
+            assert (seg is not None) == rng["use"], why
