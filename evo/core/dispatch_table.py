@@ -21,9 +21,9 @@ from collections import defaultdict
 from evo.core.kernel import LaunchDecl, LaunchError
 from evo.core.shapes import Shape
 
-#: a kernel counts as faster than torch only from 1 + NOISE up (2%: above the spread of repeated
-#: median graph timings of one kernel on one GPU), and, when re-checked, only if its slowest
-#: quartile of replays is still faster than torch's fastest quartile.
+#: a kernel counts as faster than torch only from 1 + NOISE up (2%: twice the 1% drift between a
+#: sweep's recorded times and their re-timing in a new process, docs/export.md), and, when
+#: re-checked, only if its slowest quartile of replays is still faster than torch's fastest quartile.
 NOISE = 0.02
 #: ranges up to this many Ms are checked at every M; longer ones at about this many Ms
 DENSE_CHECK = 64
