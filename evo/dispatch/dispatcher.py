@@ -33,7 +33,9 @@ class Dispatcher:
         self.kernels = {e["file"].removesuffix(".cu"): e for e in manifest["kernels"]}
         self.checked = checked
         self.handle: int | None = None  # the C++ table, built on first use
-        self._ops: tuple = ()  # (matmul, matmul_out) overloads, bound once: no per-call name lookup
+        # (matmul, matmul_out): the operator's overloads once built (no per-call name lookup or
+        # checks in Python: the operator routes, and falls back to at::matmul itself), else torch's
+        self._ops: tuple | None = None
         self.gpu: str | None = None  # the name of the GPU the C++ table was built for
 
     def route(self, m: int, n: int, k: int, *, gpu: str | None = None) -> tuple[dict | None, str]:
@@ -77,18 +79,22 @@ class Dispatcher:
                     ext.add_segment(handle, table["N"], table["K"], s["m_lo"], s["m_hi"], index[rng["kernel"]],
                                     launch_values(s))
         ext.preload(handle, device)  # module loads cannot happen inside a CUDA-graph capture
-        self._ops = (torch.ops.evo.matmul.default, torch.ops.evo.matmul_out.default)
         self.handle = handle
         return handle
 
-    def matmul(self, a, b, out=None):
+    def _bind(self) -> tuple:
         import torch
-        handle = self.handle if self.handle is not None else self.build()
-        if handle is None or a.dim() != 2 or b.dim() != 2:
-            return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
+        if self.build() is None:
+            self._ops = (lambda a, b, _: torch.matmul(a, b), lambda a, b, _, out: torch.matmul(a, b, out=out))
+        else:
+            self._ops = (torch.ops.evo.matmul.default, torch.ops.evo.matmul_out.default)
+        return self._ops
+
+    def matmul(self, a, b, out=None):
+        ops = self._ops or self._bind()
         if out is None:
-            return self._ops[0](a, b, handle)
-        self._ops[1](a, b, handle, out)
+            return ops[0](a, b, self.handle)
+        ops[1](a, b, self.handle, out)
         return out
 
     def explain(self, a, b) -> str:
@@ -155,7 +161,7 @@ def matmul(a, b, out=None):
     if d is None:
         import torch
         return torch.matmul(a, b, out=out) if out is not None else torch.matmul(a, b)
-    return d.matmul(a, b, out=out)
+    return d.matmul(a, b, out)
 
 
 def explain(a, b) -> str:

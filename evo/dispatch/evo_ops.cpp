@@ -5,7 +5,7 @@
 // each call then only routes (a hash lookup on (N, K), a binary search on M), takes the launch
 // precomputed for that M, reuses tensor maps already encoded for the same buffers, and launches
 // with cuLaunchKernelEx on PyTorch's current stream, so it is captured by CUDA graphs. Every call
-// the table does not cover goes to at::mm. The layout is the kernel ABI (docs/kernel-abi.md):
+// the table does not cover (any dims, dtype, device or layout) goes to at::matmul. The layout is the kernel ABI (docs/kernel-abi.md):
 // row-major A[M,K], B[K,N], C[M,N], fp16, tensor maps passed by value after K.
 #include <torch/extension.h>
 #include <torch/library.h>
@@ -247,7 +247,7 @@ void launch(Table& t, const Segment& s, const at::Tensor& a, const at::Tensor& b
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, int64_t handle) {
   Table& t = table(handle);
   const Segment* s = route(t, a, b);
-  if (!s) return at::mm(a, b);
+  if (!s) return at::matmul(a, b);
   at::Tensor c = at::empty({a.size(0), b.size(1)}, a.options());
   launch(t, *s, a, b, c);
   return c;
@@ -257,7 +257,7 @@ void matmul_out(const at::Tensor& a, const at::Tensor& b, int64_t handle, at::Te
   Table& t = table(handle);
   const Segment* s = route(t, a, b);
   if (!s || !usable(out, a.device()) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) {
-    at::mm_out(out, a, b);
+    at::matmul_out(out, a, b);
     return;
   }
   launch(t, *s, a, b, out);
@@ -323,8 +323,10 @@ TORCH_LIBRARY_IMPL(evo, CUDA, m) {
 }
 
 TORCH_LIBRARY_IMPL(evo, CPU, m) {  // nothing to launch on the CPU: torch computes it
-  m.impl("matmul", [](const at::Tensor& a, const at::Tensor& b, int64_t) { return at::mm(a, b); });
-  m.impl("matmul_out", [](const at::Tensor& a, const at::Tensor& b, int64_t, at::Tensor& out) { at::mm_out(out, a, b); });
+  m.impl("matmul", [](const at::Tensor& a, const at::Tensor& b, int64_t) { return at::matmul(a, b); });
+  m.impl("matmul_out", [](const at::Tensor& a, const at::Tensor& b, int64_t, at::Tensor& out) {
+    at::matmul_out(out, a, b);
+  });
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
