@@ -156,9 +156,17 @@ def test_export_writes_dispatch_tables(tmp_path):
     (table,) = manifest["tables"]
     assert (table["N"], table["K"]) == (4096, 1024)
     assert [(r["m_lo"], r["m_hi"]) for r in table["ranges"]] == [(1, 1), (2, 2), (3, 4), (5, 8), (9, 77)]
+    kernels = {k["file"].removesuffix(".cu"): k for k in manifest["kernels"]}
     for r in table["ranges"]:
-        assert r["kernel"] + ".cu" in {k["file"] for k in manifest["kernels"]} and r["check"] is None
+        assert r["check"] is None
         assert r["use"] == (r["recorded_speedup"] is not None and r["recorded_speedup"] >= 1 + NOISE)
+        # at the M it was searched at, the table's launch is the one the evaluator recorded
+        recorded = kernels[r["kernel"]]
+        (seg,) = [s for s in r["segments"] if s["m_lo"] <= r["tuned_M"] <= s["m_hi"]]
+        fields = ("grid", "block", "smem", "cluster")
+        assert [seg[f] for f in fields] == [recorded[f] for f in fields]
+        assert [(t["operand"], t["box"], t["swizzle"]) for t in seg["tensor_maps"]] == [
+            (t["operand"], t["box"], t["swizzle"]) for t in recorded["tensor_maps"]]
     d = Dispatcher(tmp_path / "exp")
     seg, why = d.route(50, 4096, 1024, gpu="NVIDIA H200")
     assert seg is None and ("not re-checked" in why or "not used" in why)
