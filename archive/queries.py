@@ -144,3 +144,9 @@ def throttling(a: Archive, run_id: int) -> dict:
 def _has(a: Archive, table: str, column: str) -> bool:
     """Whether the file has this column (an archive read without upgrading may predate it)."""
     return any(row[1] == column for row in a.db.execute(f"pragma table_info([{table}])"))
+
+
+def device_num_sms(a: Archive, gpu: str, backend: str) -> int | None:
+    """The SM count recorded for a GPU (launch declarations may depend on it), or None."""
+    row = a.db.execute("select num_sms from device_peaks where gpu = ? and backend = ?", [gpu, backend]).fetchone()
+    return row[0] if row and row[0] else None

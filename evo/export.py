@@ -1,6 +1,7 @@
 """`evo export`: the best kernel per shape as standalone .cu files, a manifest.json that outside
 tools can use without parsing the sources, and (where nvcc is present) the compiled cubins that
-`evo.dispatch` loads.
+`evo.dispatch` loads. The manifest's `tables` route every M of an exported (N, K) to a kernel or to
+torch (evo.core.dispatch_table); `evo.dispatch.verify` re-checks them on the GPU.
 """
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from pathlib import Path
 
 from evo.archive import Archive
 from evo.archive import queries as q
+from evo.core.dispatch_table import build_tables, recorded_speedup
 from evo.core.errors import CompileToolError, EvoError
+from evo.core.kernel import parse_declaration
 from evo.core.version import VERSION
 from evo.evaluation.compiler import DEFAULT_FLAGS, Compiler
 
 log = logging.getLogger(__name__)
 
-FORMAT = "evo-export/1"
+FORMAT = "evo-export/2"
+DEFAULT_NUM_SMS = 132  # H100/H200 SXM, when the archive recorded no SM count
 
 
 def export(archive_path: str, out: str = "exported", *, run_id: int | None = None, with_cubins: bool = True,
@@ -36,7 +40,7 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
         except CompileToolError as e:
             log.warning(f"no cubins exported ({e}); evo.dispatch will compile the .cu files on first use")
     flags = [f for f in DEFAULT_FLAGS if f not in ("-Xptxas", "-v")]
-    entries = []
+    entries, cells = [], []
     for r in rows:
         source = q.kernel_source(a, r["kernel_id"])
         name = f"hgemm_{r['M']}x{r['N']}x{r['K']}"
@@ -65,12 +69,15 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
             "speedup": r["speedup"], "best_library": r["best_library"], "roofline_fraction": r["roofline_fraction"],
             "kernel_id": r["kernel_id"], "family": r["family"], "measured_at": r["created_at"],
         })
+        cells.append({"M": r["M"], "N": r["N"], "K": r["K"], "name": name, "decl": parse_declaration(source),
+                      "recorded_speedup": recorded_speedup(entries[-1])})
     gpus = sorted({r["gpu"] for r in rows})
+    num_sms = q.device_num_sms(a, gpus[0], rows[0]["backend"]) or DEFAULT_NUM_SMS
     manifest = {"format": FORMAT, "evo_version": VERSION, "exported_at": dt.datetime.now(dt.UTC).isoformat(),
                 "archive": str(archive_path), "run_id": run["id"], "gpu": gpus[0] if len(gpus) == 1 else gpus,
                 "backend": rows[0]["backend"], "nvcc": compiler.version if compiler else None,
                 "layout": "row-major A[M,K], B[K,N], C[M,N]; fp16 in and out, fp32 accumulation",
-                "kernels": entries}
+                "num_sms": num_sms, "kernels": entries, "tables": build_tables(cells, num_sms=num_sms)}
     if rows[0]["backend"] == "simulated":
         manifest["warning"] = "times are MODELLED by the CPU test double (evaluator=simulated), not measured"
         log.warning("this run used evaluator=simulated: the manifest's times are modelled, not measured")

@@ -115,7 +115,7 @@ def test_format_table_formats_values_and_aligns_numbers_right():
 def test_export_writes_sources_cubins_and_a_manifest(run_archive, tmp_path):
     evo("export", str(run_archive), "--out", str(tmp_path / "exp"))
     manifest = json.loads((tmp_path / "exp" / "manifest.json").read_text())
-    assert manifest["format"] == "evo-export/1" and manifest["backend"] == "simulated" and "warning" in manifest
+    assert manifest["format"] == "evo-export/2" and manifest["backend"] == "simulated" and "warning" in manifest
     assert len(manifest["kernels"]) == 4
     for k in manifest["kernels"]:
         assert (tmp_path / "exp" / k["file"]).read_text().count("hgemm") >= 1

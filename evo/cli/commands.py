@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from evo.core.errors import EvoError
 from evo.core.version import VERSION
 
 
@@ -37,8 +38,17 @@ def export_cli(argv: list[str]) -> None:
     p.add_argument("--run", type=int, default=None, help="run id (default: the last run)")
     p.add_argument("--out", default="exported", help="output folder (default: exported/)")
     p.add_argument("--no-cubins", action="store_true", help="do not compile cubins")
+    p.add_argument("--verify", action="store_true", help="re-check every range on this GPU (correct over the "
+                   "range, faster than torch beyond noise); evo.dispatch uses only ranges re-checked on its GPU")
     a = p.parse_args(argv)
     export(a.archive, a.out, run_id=a.run, with_cubins=not a.no_cubins)
+    if a.verify:
+        try:
+            from evo.dispatch.verify import verify
+        except ImportError as e:
+            raise EvoError(f"--verify needs torch with CUDA ({e}): pip install 'evo-hgemm[gpu]' on the GPU "
+                           f"machine; the export itself is written to {a.out}/") from None
+        verify(a.out)
 
 
 def report_cli(argv: list[str]) -> None:

@@ -1,7 +1,10 @@
 """Matrix shapes, shape sets and FLOP buckets.
 
 A shape is (M, N, K) of C[M,N] = A[M,K] @ B[K,N]. Shape sets come from the `shapes` config
-group: an explicit list of "MxNxK" strings, a cubic grid of sizes, or both.
+group: an explicit list of "MxNxK" strings, a cubic grid of sizes, or both. A listed entry may give
+M as a range, "LO-HIxNxK" (a model's token counts at one weight): it stands for the points
+`range_points(LO, HI)`, each searched as its own shape; `evo export` turns them back into a
+dispatch table over M.
 """
 from __future__ import annotations
 
@@ -60,6 +63,31 @@ class Shape:
             raise ShapeError(f"shape {text!r} is not of the form MxNxK (e.g. 77x4096x4096)") from None
 
 
+def range_points(lo: int, hi: int) -> list[int]:
+    """The M values a range is searched at: both edges and every power of two between them.
+
+    An exported kernel tuned at one point serves the Ms above the point below it, so edges and
+    doubling steps keep every M within a factor of two of the M its kernel was tuned for."""
+    if not 1 <= lo <= hi:
+        raise ShapeError(f"M range {lo}-{hi} must satisfy 1 <= LO <= HI")
+    inner = [1 << p for p in range(lo.bit_length(), hi.bit_length()) if lo < 1 << p < hi]
+    return sorted({lo, *inner, hi})
+
+
+def parse_shapes(text: str) -> list[Shape]:
+    """One listed entry: "MxNxK", or "LO-HIxNxK" for an M range (its range_points)."""
+    parts = str(text).lower().replace("×", "x").split("x")
+    if len(parts) == 3 and "-" in parts[0].strip()[1:]:
+        lo, _, hi = parts[0].strip().partition("-")
+        try:
+            n, k = int(parts[1]), int(parts[2])
+            points = range_points(int(lo), int(hi))
+        except ValueError:
+            raise ShapeError(f"shape range {text!r} is not of the form LO-HIxNxK (e.g. 1-64x4096x4096)") from None
+        return [Shape(m, n, k) for m in points]
+    return [Shape.parse(text)]
+
+
 def flop_bucket(flops: float) -> str:
     for label, low, high in BUCKETS:
         if low <= flops < high:
@@ -74,7 +102,7 @@ def grid_shapes(sizes: list[int]) -> list[Shape]:
 
 def build_shape_set(*, listed: list[str], grid: list[int]) -> list[Shape]:
     """The shapes of a set, de-duplicated, in a stable order (listed first, then grid)."""
-    shapes: list[Shape] = [Shape.parse(s) for s in listed] + grid_shapes(list(grid))
+    shapes: list[Shape] = [s for entry in listed for s in parse_shapes(entry)] + grid_shapes(list(grid))
     if not shapes:
         raise ShapeError("the shape set is empty: give shapes.list (e.g. '[128x128x128]') or shapes.grid")
     seen: dict[Shape, None] = {}

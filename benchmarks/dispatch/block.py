@@ -1,0 +1,142 @@
+"""End to end: one Llama-3-8B transformer block, evo kernels vs plain PyTorch, tokens/s.
+
+The block: RMSNorm, fused qkv projection (6144x4096), grouped-query attention (32 query heads,
+8 key/value heads, torch SDPA), output projection (4096x4096), RMSNorm, fused gate+up projection
+(28672x4096), SiLU-gated product, down projection (4096x14336); fp16, random weights (std 0.02).
+The evo copy is the same module after `evo.dispatch.patch` (its four Linears become
+evo.dispatch.Linear where the export has their (N, K); each call then takes the kernel the
+re-checked table gives for its M, or torch). Prefill: one sequence of T tokens (M = T). Decode: B
+sequences, one new token each (M = B; attention over that token only, no KV cache: the GEMM shapes
+are those of decoding, the attention part is not). Eager and CUDA graphs; outputs compared with
+the plain block's (normwise relative error). A third copy, `forced`, runs every exported kernel in
+range whatever its re-check said (never-slower off), to show what that rule saves; it is labelled
+as such and is not what evo.dispatch does.
+Usage (GPU machine): python3 benchmarks/dispatch/block.py EXPORT_DIR [OUT.json]
+"""
+import copy
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import evo.dispatch
+
+D, HEADS, KV_HEADS, FFN = 4096, 32, 8, 14336
+CASES = [("prefill", 1, 512), ("prefill", 1, 200), ("decode", 1, 1), ("decode", 8, 1), ("decode", 32, 1)]
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(x.dtype) * self.weight
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        hd = D // HEADS
+        self.norm1, self.norm2 = RMSNorm(D), RMSNorm(D)
+        self.qkv = torch.nn.Linear(D, D + 2 * KV_HEADS * hd, bias=False)
+        self.o = torch.nn.Linear(D, D, bias=False)
+        self.gate_up = torch.nn.Linear(D, 2 * FFN, bias=False)
+        self.down = torch.nn.Linear(FFN, D, bias=False)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        hd = D // HEADS
+        q, k, v = self.qkv(self.norm1(x)).split([D, KV_HEADS * hd, KV_HEADS * hd], dim=-1)
+        q = q.view(b, t, HEADS, hd).transpose(1, 2)
+        k = k.view(b, t, KV_HEADS, hd).transpose(1, 2)
+        v = v.view(b, t, KV_HEADS, hd).transpose(1, 2)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=t > 1, enable_gqa=True)
+        x = x + self.o(a.transpose(1, 2).reshape(b, t, D))
+        g, u = self.gate_up(self.norm2(x)).chunk(2, dim=-1)
+        return x + self.down(F.silu(g) * u)
+
+
+def eager_ms(model, x, iters=20):
+    for _ in range(3):
+        model(x)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        model(x)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / iters
+
+
+def graph_ms(model, x, iters=20):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            model(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = model(x)
+    g.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        g.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / iters, out
+
+
+def main(folder, out_path=None):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(0)
+    evo.dispatch.configure(folder)
+    plain = Block().half().cuda().eval()
+    with torch.no_grad():
+        for p in plain.parameters():
+            if p.dim() == 2:
+                p.normal_(0, 0.02)
+    fast = copy.deepcopy(plain)
+    print("patched:", evo.dispatch.patch(fast))
+    every = evo.dispatch.Dispatcher(folder, checked=False)
+    for table in every.tables:
+        for rng in table["ranges"]:
+            rng["use"] = True  # the forced copy: never-slower off
+    forced = copy.deepcopy(plain)
+    evo.dispatch.patch(forced, every)
+    rows = []
+    print(f"{'case':>8} {'B':>3} {'T':>4} {'M':>4} {'eager tok/s plain':>18} {'evo':>10} {'x':>6} "
+          f"{'graph tok/s plain':>18} {'evo':>10} {'x':>6} {'rel_err':>9} {'forced x eager':>14} {'x graph':>7}"
+          f"  paths (qkv, o, gate_up, down)")
+    with torch.inference_mode():
+        for case, b, t in CASES:
+            x = torch.randn(b, t, D, dtype=torch.float16, device="cuda")
+            ref, got, got_forced = plain(x), fast(x), forced(x)
+            err = max(((y.float() - ref.float()).norm() / ref.float().norm()).item() for y in (got, got_forced))
+            paths = []
+            for name in ("qkv", "o", "gate_up", "down"):
+                layer = getattr(fast, name)
+                a = torch.empty(b * t, layer.in_features, dtype=torch.float16, device="cuda")
+                paths.append(evo.dispatch.explain(a, layer.weight_t).split(":")[0]
+                             if isinstance(layer, evo.dispatch.Linear) else "torch")
+            e_plain, e_fast = eager_ms(plain, x), eager_ms(fast, x)
+            (g_plain, _), (g_fast, _) = graph_ms(plain, x), graph_ms(fast, x)
+            e_forced, (g_forced, _) = eager_ms(forced, x), graph_ms(forced, x)
+            tok = b * t
+            row = {"case": case, "B": b, "T": t, "M": tok, "eager_tok_s": [tok / e_plain * 1e3, tok / e_fast * 1e3],
+                   "graph_tok_s": [tok / g_plain * 1e3, tok / g_fast * 1e3], "rel_err": err, "paths": paths,
+                   "forced_eager_tok_s": tok / e_forced * 1e3, "forced_graph_tok_s": tok / g_forced * 1e3}
+            rows.append(row)
+            print(f"{case:>8} {b:>3} {t:>4} {tok:>4} {row['eager_tok_s'][0]:>18.0f} {row['eager_tok_s'][1]:>10.0f} "
+                  f"{e_plain / e_fast:>6.3f} {row['graph_tok_s'][0]:>18.0f} {row['graph_tok_s'][1]:>10.0f} "
+                  f"{g_plain / g_fast:>6.3f} {err:>9.2e} {e_plain / e_forced:>14.3f} {g_plain / g_forced:>7.3f}"
+                  f"  {', '.join(paths)}")
+    if out_path:
+        json.dump(rows, open(out_path, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

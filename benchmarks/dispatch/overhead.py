@@ -1,0 +1,119 @@
+"""Per-call host overhead of evo.dispatch beside torch.matmul, eager and in CUDA graphs.
+
+For every range of an export, at its tuned M (the M its kernel was searched at), with every
+kernel forced into the operator's table whatever its speed (this measures the call path, not which
+kernel to use; the column `used` says whether evo.dispatch uses the kernel there after the re-check):
+- graph: per-launch time of a CUDA graph of many calls (no host cost), evo and torch;
+- eager: per-call time of the same calls issued one by one from Python (host cost included, as a
+  model sees it), evo and torch;
+- host: wall time to issue one call (perf_counter over the issuing loop, queue not full).
+The issue's target: eager speedup (torch eager / evo eager) within 3% of the graph speedup.
+Usage (GPU machine): python3 benchmarks/dispatch/overhead.py EXPORT_DIR [OUT.json]
+"""
+import json
+import math
+import sys
+import time
+
+import torch
+
+import evo.dispatch
+
+L2 = 60 * 2**20
+
+
+def _buffers(m, n, k):
+    sets = max(2, min(64, math.ceil(L2 / (2 * (m * k + k * n + m * n)))))
+    A = torch.randn(sets, m, k, dtype=torch.float16, device="cuda")
+    B = torch.randn(sets, k, n, dtype=torch.float16, device="cuda")
+    return sets, A, B, torch.empty(sets, m, n, dtype=torch.float16, device="cuda")
+
+
+def eager(fn, sets, calls, repeats=5):
+    for i in range(sets):
+        fn(i)
+    torch.cuda.synchronize()
+    per_call, host = [], []
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(repeats):
+        start.record()
+        t0 = time.perf_counter()
+        for i in range(calls):
+            fn(i % sets)
+        t1 = time.perf_counter()
+        end.record()
+        end.synchronize()
+        per_call.append(start.elapsed_time(end) / calls)
+        host.append((t1 - t0) / calls * 1e3)
+    return sorted(per_call)[len(per_call) // 2], sorted(host)[len(host) // 2]
+
+
+def graph(fn, sets, calls, repeats=5):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for i in range(sets):
+            fn(i)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(calls):
+            fn(i % sets)
+    g.replay()
+    out = []
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(repeats):
+        start.record()
+        g.replay()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end) / calls)
+    return sorted(out)[len(out) // 2]
+
+
+def main(folder, out_path=None):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    d = evo.dispatch.Dispatcher(folder, checked=False)
+    for table in d.tables:  # every kernel through the op path, also where torch is faster
+        for rng in table["ranges"]:
+            rng["use"] = True
+    checked = evo.dispatch.Dispatcher(folder)
+    d.build()
+    checked.build()
+    rows = []
+    print(f"{'shape':>18} {'used':>5} {'graph_evo':>9} {'graph_t':>8} {'x_graph':>7} {'eager_evo':>9} {'eager_t':>8} "
+          f"{'x_eager':>7} {'eager/graph':>11} {'host_evo':>8} {'host_t':>7}   (us)")
+    for table in d.tables:
+        n, k = table["N"], table["K"]
+        for rng in table["ranges"]:
+            m = rng["tuned_M"]
+            sets, A, B, C = _buffers(m, n, k)
+            if not d.explain(A[0], B[0]).startswith("evo:"):
+                continue
+            path = "yes" if checked.explain(A[0], B[0]).startswith("evo:") else "no"
+            calls = max(sets, 20, min(1000, math.ceil(2e10 / (2 * m * n * k))))
+            f_evo = lambda i, A=A, B=B, C=C: d.matmul(A[i], B[i], out=C[i])  # noqa: E731
+            f_torch = lambda i, A=A, B=B, C=C: torch.matmul(A[i], B[i], out=C[i])  # noqa: E731
+            ge, gt = graph(f_evo, sets, calls), graph(f_torch, sets, calls)
+            (ee, he), (et, ht) = eager(f_evo, sets, calls), eager(f_torch, sets, calls)
+            row = {"M": m, "N": n, "K": k, "graph_evo_us": ge * 1e3, "graph_torch_us": gt * 1e3, "x_graph": gt / ge,
+                   "eager_evo_us": ee * 1e3, "eager_torch_us": et * 1e3, "x_eager": et / ee,
+                   "host_evo_us": he * 1e3, "host_torch_us": ht * 1e3, "used": path == "yes"}
+            row["eager_over_graph"] = row["x_eager"] / row["x_graph"]
+            rows.append(row)
+            print(f"{m:>6}x{n:>5}x{k:>5} {path:>5} {ge * 1e3:>9.2f} {gt * 1e3:>8.2f} {row['x_graph']:>7.3f} "
+                  f"{ee * 1e3:>9.2f} {et * 1e3:>8.2f} {row['x_eager']:>7.3f} {row['eager_over_graph']:>11.3f} "
+                  f"{he * 1e3:>8.2f} {ht * 1e3:>7.2f}")
+    if rows:
+        within = sum(abs(r["eager_over_graph"] - 1) <= 0.03 for r in rows)
+        print(f"eager speedup within 3% of the graph speedup: {within}/{len(rows)} shapes; median host us per call "
+              f"evo {sorted(r['host_evo_us'] for r in rows)[len(rows) // 2]:.2f}, torch "
+              f"{sorted(r['host_torch_us'] for r in rows)[len(rows) // 2]:.2f}")
+    else:
+        print("no range of this export has a supported launch: nothing to compare")
+    if out_path:
+        json.dump(rows, open(out_path, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

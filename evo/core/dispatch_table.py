@@ -1,0 +1,191 @@
+"""The dispatch table of an export: for each (N, K), which kernel serves which M, and why.
+
+Plain data and rules, shared by `evo export` (which builds and re-checks the table) and
+`evo.dispatch` (which routes calls by it). Standard library only.
+
+- Ranges. The cells of one (N, K) sorted by M, m_1 < m_2 < ...: the kernel tuned at m_i serves
+  M in (m_{i-1}, m_i] (the first one, m_1 alone). Ms above the largest cell go to torch.
+- Launch segments. Within a range, the declaration is evaluated for every M and the launch is
+  stored as runs of Ms with the same grid, block, smem, cluster and tensor-map boxes, so the
+  launcher only looks the launch up (no expression is evaluated per call). An M where the kernel's
+  `requires` fails, or its launch is refused, is left out (torch runs there).
+- Never slower. A range is used only where the kernel is faster than torch beyond noise (NOISE):
+  first by its recorded speedup, then by the re-check on the GPU that will run it
+  (`faster_beyond_noise`), and only where that re-check found it correct over the range.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from evo.core.kernel import LaunchDecl, LaunchError
+from evo.core.shapes import Shape
+
+#: a kernel counts as faster than torch only from 1 + NOISE up (2%: twice the 1% drift between a
+#: sweep's recorded times and their re-timing in a new process, docs/export.md), and, when
+#: re-checked, only if its slowest quartile of replays is still faster than torch's fastest quartile.
+NOISE = 0.02
+#: ranges up to this many Ms are checked at every M; longer ones at about this many Ms
+DENSE_CHECK = 64
+#: the largest range a table covers (a range above it is cut to its top MAX_RANGE Ms)
+MAX_RANGE = 1 << 16
+
+
+def faster_beyond_noise(evo_ms: list[float], torch_ms: list[float]) -> tuple[bool, float]:
+    """(faster, speedup) from repeated timings of the kernel and of torch at one shape."""
+    speedup = statistics.median(torch_ms) / statistics.median(evo_ms)
+    if len(evo_ms) >= 4 and len(torch_ms) >= 4:
+        slow_evo = statistics.quantiles(evo_ms, n=4)[2]
+        fast_torch = statistics.quantiles(torch_ms, n=4)[0]
+        return speedup >= 1 + NOISE and slow_evo < fast_torch, speedup
+    return speedup >= 1 + NOISE, speedup
+
+
+def recorded_speedup(cell: dict) -> float | None:
+    """torch's recorded time ÷ the kernel's, from an exported kernel entry; None without torch."""
+    torch_ms = (cell.get("library_ms") or {}).get("torch")
+    return torch_ms / cell["time_ms"] if torch_ms and cell.get("time_ms") else None
+
+
+def _launch_key(decl: LaunchDecl, m: int, n: int, k: int, num_sms: int) -> tuple | None:
+    shape = Shape(m, n, k)
+    if not decl.supports(shape, num_sms=num_sms):
+        return None
+    try:
+        launch = decl.launch_for(shape, num_sms=num_sms)
+    except LaunchError:
+        return None
+    maps = tuple((t.operand, t.box, t.swizzle) for t in launch.tensor_maps)
+    return launch.grid, launch.block, launch.smem, launch.cluster, maps
+
+
+def segments(decl: LaunchDecl, lo: int, hi: int, n: int, k: int, *, num_sms: int) -> list[dict]:
+    """Runs of M in [lo, hi] with one concrete launch each; unsupported Ms are left out."""
+    out: list[dict] = []
+    last = None
+    for m in range(lo, hi + 1):
+        key = _launch_key(decl, m, n, k, num_sms)
+        if key is not None and key == last:
+            out[-1]["m_hi"] = m
+        elif key is not None:
+            grid, block, smem, cluster, maps = key
+            out.append({"m_lo": m, "m_hi": m, "grid": list(grid), "block": list(block), "smem": smem,
+                        "cluster": list(cluster) if cluster else None,
+                        "tensor_maps": [{"operand": o, "box": list(b), "swizzle": s} for o, b, s in maps]})
+        last = key
+    return out
+
+
+def build_tables(cells: list[dict], *, num_sms: int) -> list[dict]:
+    """The dispatch table of exported cells.
+
+    Each cell: M, N, K, `name` (the kernel's file stem), `decl` (its LaunchDecl) and
+    `recorded_speedup` (vs torch, or None). Returns one table per (N, K), ranges sorted by M."""
+    groups: dict[tuple[int, int], list[dict]] = defaultdict(list)
+    for c in cells:
+        groups[(c["N"], c["K"])].append(c)
+    tables = []
+    for (n, k), group in sorted(groups.items()):
+        group.sort(key=lambda c: c["M"])
+        ranges, below = [], None
+        for c in group:
+            lo = c["M"] if below is None else max(below + 1, c["M"] - MAX_RANGE + 1)
+            below = c["M"]
+            segs = segments(c["decl"], lo, c["M"], n, k, num_sms=num_sms)
+            gain = c["recorded_speedup"]
+            if gain is None:
+                use, reason = False, "no torch time was recorded for this shape"
+            elif gain < 1 + NOISE:
+                use, reason = False, f"recorded {gain:.3f}x torch at M={c['M']} (needs >= {1 + NOISE:.2f}x)"
+            else:
+                use, reason = True, f"recorded {gain:.3f}x torch at M={c['M']}; not re-checked on a GPU yet"
+            ranges.append({"m_lo": lo, "m_hi": c["M"], "kernel": c["name"], "tuned_M": c["M"],
+                           "recorded_speedup": gain, "use": use, "reason": reason, "segments": segs,
+                           "check": None})
+        tables.append({"N": n, "K": k, "ranges": ranges})
+    return tables
+
+
+def check_points(rng: dict, *, dense: int = DENSE_CHECK) -> list[int]:
+    """The Ms a range is checked for correctness at: every supported M of a short range; otherwise
+    both edges of every launch segment (where the grid changes) and an even spread between."""
+    segs = rng["segments"]
+    supported = [m for s in segs for m in range(s["m_lo"], s["m_hi"] + 1)]
+    if len(supported) <= dense:
+        return supported
+    edges = sorted({m for s in segs for m in (s["m_lo"], min(s["m_lo"] + 1, s["m_hi"]), s["m_hi"])})
+    if len(edges) > 4 * dense:  # a launch that changes at almost every M: a spread of its edges
+        edges = edges[::len(edges) // (4 * dense) + 1] + [edges[-1]]
+    return sorted({*edges, *supported[::len(supported) // dense]})
+
+
+def timing_points(rng: dict) -> list[int]:
+    """The representative Ms a range is timed at beside torch: its lowest, middle and highest M."""
+    ms = [m for s in rng["segments"] for m in (s["m_lo"], s["m_hi"])]
+    if not ms:
+        return []
+    lo, hi = min(ms), max(ms)
+    return sorted({lo, (lo + hi) // 2, hi})
+
+
+def apply_check(rng: dict, check: dict) -> None:
+    """Record a GPU re-check of a range and decide from it whether the range is used.
+
+    `check`: gpu, num_sms, correct (bool), checked_Ms, max_rel_err, error (str or None) and
+    points [{M, evo_ms: [...], torch_ms: [...]}]."""
+    faster_everywhere, slowest = True, None
+    for p in check["points"]:
+        faster, speedup = faster_beyond_noise(p["evo_ms"], p["torch_ms"])
+        p["speedup"] = speedup
+        p["faster"] = faster
+        faster_everywhere &= faster
+        if slowest is None or speedup < slowest["speedup"]:
+            slowest = p
+    rng["check"] = check
+    where = f"on {check['gpu']}"
+    if not check["correct"]:
+        rng["use"], rng["reason"] = False, f"wrong results {where}: {check.get('error') or 'see check'}"
+    elif slowest is None:
+        rng["use"], rng["reason"] = False, "no M of this range is supported by the kernel"
+    elif not faster_everywhere:
+        rng["use"], rng["reason"] = False, (f"re-checked {where}: {slowest['speedup']:.3f}x torch at "
+                                            f"M={slowest['M']}, not faster beyond noise")
+    else:
+        rng["use"], rng["reason"] = True, (f"re-checked {where}: correct at {check['checked_Ms']} Ms, "
+                                           f"{slowest['speedup']:.3f}x torch or better at M="
+                                           f"{', '.join(str(p['M']) for p in check['points'])}")
+
+
+def find(tables: list[dict], m: int, n: int, k: int, *, gpu: str | None = None,
+         ) -> tuple[dict | None, dict | None, str]:
+    """(range, segment, reason) for a call of shape (m, n, k); segment is None where torch runs
+    (`gpu` as in why_unused)."""
+    table = next((t for t in tables if t["N"] == n and t["K"] == k), None)
+    if table is None:
+        return None, None, f"no kernel was exported for N={n}, K={k}"
+    rng = next((r for r in table["ranges"] if r["m_lo"] <= m <= r["m_hi"]), None)
+    if rng is None:
+        covered = ", ".join(f"{r['m_lo']}-{r['m_hi']}" for r in table["ranges"])
+        return None, None, f"M={m} is outside the exported ranges of N={n}, K={k} ({covered})"
+    seg = next((s for s in rng["segments"] if s["m_lo"] <= m <= s["m_hi"]), None)
+    if seg is None:
+        return rng, None, f"{rng['kernel']} does not support M={m} (its requires or launch limits)"
+    unused = why_unused(rng, gpu)
+    if unused:
+        return rng, None, unused
+    return rng, seg, f"{rng['kernel']} serves M {rng['m_lo']}-{rng['m_hi']}: {rng['reason']}"
+
+
+def why_unused(rng: dict, gpu: str | None) -> str | None:
+    """Why torch runs instead of this range's kernel, or None when the kernel is used.
+
+    With `gpu` (the name of the GPU that runs the call), a range is used only if it was re-checked
+    on a GPU of that name; without it, the recorded speedup decides alone."""
+    span = f"{rng['kernel']} is not used for M {rng['m_lo']}-{rng['m_hi']}"
+    if not rng["use"]:
+        return f"{span}: {rng['reason']}"
+    if gpu is not None and rng["check"] is None:
+        return f"{span}: it was not re-checked on a GPU (run `evo export --verify` on the {gpu})"
+    if gpu is not None and rng["check"]["gpu"] != gpu:
+        return f"{span}: it was re-checked on {rng['check']['gpu']}, not on this {gpu}"
+    return None

@@ -1,0 +1,27 @@
+"""Run exported kernels from PyTorch: `evo.dispatch.matmul(a, b)`, `Linear`, `patch(model)`.
+
+    import evo.dispatch
+    evo.dispatch.configure("exported/")          # or set EVO_KERNELS=exported/
+    c = evo.dispatch.matmul(a, b)                # fp16 CUDA tensors, row-major
+    evo.dispatch.explain(a, b)                   # which path that call takes, and why
+    evo.dispatch.patch(model)                    # nn.Linear layers of exported (N, K) -> evo.dispatch.Linear
+
+A call goes to `torch.ops.evo.matmul` (a C++ extension, built once on this machine; see
+extension.py), which launches the kernel that the export's dispatch table gives for its (N, K) and
+M on the current stream, and runs torch for everything else: another shape, dtype or device, a
+non-contiguous or misaligned tensor, an M outside the exported ranges, or a range whose kernel was
+not re-checked faster than torch on this GPU (`evo export --verify`; evo.core.dispatch_table).
+Kernels that split K keep one workspace per device: do not run one on several streams at once.
+"""
+from __future__ import annotations
+
+from evo.dispatch.dispatcher import Dispatcher, configure, default, explain, matmul
+
+__all__ = ["Dispatcher", "Linear", "configure", "default", "explain", "matmul", "patch"]
+
+
+def __getattr__(name: str):  # Linear and patch need torch: imported only when asked for
+    if name in ("Linear", "patch"):
+        from evo.dispatch import linear
+        return getattr(linear, name)
+    raise AttributeError(f"module 'evo.dispatch' has no attribute {name!r}")

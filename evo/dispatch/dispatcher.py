@@ -1,0 +1,172 @@
+"""The Dispatcher of an export folder and the configured default (see evo.dispatch)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from evo.core.dispatch_table import find, why_unused
+from evo.core.errors import EvoError
+
+_default: Dispatcher | None = None
+FORMATS = ("evo-export/2",)
+
+
+class Dispatcher:
+    """One export folder: its dispatch table, and (once used on a GPU) its C++ table handle.
+
+    `checked=True` (the default) uses a range only where `evo export --verify` re-checked it on a GPU
+    of this name; `checked=False` trusts the recorded speedups alone (what the re-check itself runs)."""
+
+    def __init__(self, directory: str | os.PathLike, *, checked: bool = True):
+        self.dir = Path(directory)
+        manifest = json.loads((self.dir / "manifest.json").read_text())
+        if manifest.get("format") not in FORMATS:
+            raise EvoError(f"{self.dir}/manifest.json is format {manifest.get('format')!r}; this evo reads "
+                           f"{', '.join(FORMATS)}: export it again with `evo export`")
+        self.manifest = manifest
+        self.tables: list[dict] = manifest["tables"]
+        self.entries = {(e["M"], e["N"], e["K"]): e for e in manifest["kernels"]}
+        self.kernels = {e["file"].removesuffix(".cu"): e for e in manifest["kernels"]}
+        self.checked = checked
+        self.handle: int | None = None  # the C++ table, built on first use
+        # (matmul, matmul_out): the operator's overloads once built (no per-call name lookup or
+        # checks in Python: the operator routes, and falls back to at::matmul itself), else torch's
+        self._ops: tuple | None = None
+        self.gpu: str | None = None  # the name of the GPU the C++ table was built for
+
+    def route(self, m: int, n: int, k: int, *, gpu: str | None = None) -> tuple[dict | None, str]:
+        """(launch segment or None for torch, reason) for a call of shape (m, n, k) on `gpu`."""
+        _, seg, reason = find(self.tables, m, n, k, gpu=gpu if self.checked else None)
+        return seg, reason
+
+    def _cubin(self, entry: dict) -> bytes:
+        if entry.get("cubin") and (self.dir / entry["cubin"]).exists():
+            return (self.dir / entry["cubin"]).read_bytes()
+        with tempfile.TemporaryDirectory() as tmp:  # no cubin exported: compile the source now
+            out = Path(tmp) / "k.cubin"
+            subprocess.run(["nvcc", "-cubin", *entry["nvcc_flags"], "-o", str(out), str(self.dir / entry["file"])],
+                           check=True, capture_output=True)
+            return out.read_bytes()
+
+    def build(self) -> int | None:
+        """The C++ table handle (built and loaded on the current device on first call), or None when
+        the extension is not available (then torch runs every call; extension.why_not() says why)."""
+        if self.handle is not None:
+            return self.handle
+        from evo.dispatch import extension
+        ext = extension.load()
+        if ext is None:
+            return None
+        import torch
+        device = torch.cuda.current_device()
+        self.gpu = torch.cuda.get_device_name(device)
+        handle = ext.new_table()
+        index: dict[str, int] = {}
+        for table in self.tables:
+            for rng in table["ranges"]:
+                if why_unused(rng, self.gpu if self.checked else None) or not rng["segments"]:
+                    continue
+                if rng["kernel"] not in index:
+                    segs = rng["segments"]
+                    big = any(s["cluster"] and s["cluster"][0] * s["cluster"][1] * s["cluster"][2] > 8 for s in segs)
+                    index[rng["kernel"]] = ext.add_kernel(handle, self._cubin(self.kernels[rng["kernel"]]),
+                                                          max(s["smem"] for s in segs), big)
+                for s in rng["segments"]:
+                    ext.add_segment(handle, table["N"], table["K"], s["m_lo"], s["m_hi"], index[rng["kernel"]],
+                                    launch_values(s))
+        ext.preload(handle, device)  # module loads cannot happen inside a CUDA-graph capture
+        self.handle = handle
+        return handle
+
+    def _bind(self) -> tuple:
+        import torch
+        if self.build() is None:
+            self._ops = (lambda a, b, _: torch.matmul(a, b), lambda a, b, _, out: torch.matmul(a, b, out=out))
+        else:
+            self._ops = (torch.ops.evo.matmul.default, torch.ops.evo.matmul_out.default)
+        return self._ops
+
+    def matmul(self, a, b, out=None):
+        ops = self._ops or self._bind()
+        if out is None:
+            return ops[0](a, b, self.handle)
+        ops[1](a, b, self.handle, out)
+        return out
+
+    def explain(self, a, b) -> str:
+        """Which path `matmul(a, b)` takes and why, in one line ('evo: ...' or 'torch: ...')."""
+        problem = tensor_problem(a, b)
+        if problem:
+            return f"torch: {problem}"
+        from evo.dispatch import extension
+        if self.build() is None:
+            return f"torch: {extension.why_not()}"
+        seg, reason = self.route(a.shape[0], b.shape[1], a.shape[1], gpu=self.gpu)
+        if seg is None:
+            return f"torch: {reason}"
+        return f"evo: {reason}; launch grid {seg['grid']} block {seg['block']} for M {seg['m_lo']}-{seg['m_hi']}"
+
+
+def launch_values(seg: dict) -> list[int]:
+    """A launch segment as the flat list the C++ table takes: grid, block, smem, cluster (0s for
+    none), then operand (0=A, 1=B, 2=C), box inner, box outer and swizzle of each tensor map."""
+    values = [*seg["grid"], *seg["block"], seg["smem"], *(seg["cluster"] or (0, 0, 0))]
+    for t in seg["tensor_maps"]:
+        values += ["ABC".index(t["operand"]), t["box"][0], t["box"][1], t["swizzle"]]
+    return values
+
+
+def tensor_problem(a: Any, b: Any) -> str | None:
+    """Why the kernels cannot take these tensors (None if they can): the checks torch.ops.evo.matmul
+    makes before routing, in words."""
+    for name, x in (("a", a), ("b", b)):
+        if not x.is_cuda:
+            return f"{name} is not a CUDA tensor"
+        if str(x.dtype) != "torch.float16":
+            return f"{name} is {x.dtype}, the kernels take torch.float16"
+        if x.dim() != 2:
+            return f"{name} has {x.dim()} dimensions, the kernels take 2 (evo.dispatch.Linear flattens batch dims)"
+        if not x.is_contiguous():
+            return (f"{name} is not contiguous (a transposed weight? evo.dispatch.Linear stores W.T contiguous "
+                    f"once)")
+        if x.data_ptr() % 16:
+            return f"{name} is not 16-byte aligned"
+    if a.device != b.device:
+        return f"a is on {a.device}, b on {b.device}"
+    if a.shape[1] != b.shape[0]:
+        return f"a is {tuple(a.shape)}, b {tuple(b.shape)}: inner dimensions differ"
+    return None
+
+
+def configure(directory: str | os.PathLike, *, checked: bool = True) -> Dispatcher:
+    global _default
+    _default = Dispatcher(directory, checked=checked)
+    return _default
+
+
+def default() -> Dispatcher | None:
+    """The configured dispatcher (configure() or EVO_KERNELS), or None."""
+    if _default is None and os.environ.get("EVO_KERNELS"):
+        configure(os.environ["EVO_KERNELS"])
+    return _default
+
+
+def matmul(a, b, out=None):
+    """a @ b with the exported kernel for this shape where it is faster, else torch.matmul."""
+    d = _default or default()
+    if d is None:
+        import torch
+        return torch.matmul(a, b, out=out) if out is not None else torch.matmul(a, b)
+    return d.matmul(a, b, out)
+
+
+def explain(a, b) -> str:
+    """Which path `matmul(a, b)` takes and why ('evo: ...' or 'torch: ...')."""
+    d = default()
+    if d is None:
+        return "torch: no export configured (evo.dispatch.configure(folder) or EVO_KERNELS=folder)"
+    return d.explain(a, b)

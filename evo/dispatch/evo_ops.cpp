@@ -1,0 +1,337 @@
+// torch.ops.evo.matmul: exported evo kernels launched from C++ at a library's host overhead.
+//
+// Built on the user's machine by evo/dispatch/extension.py (torch.utils.cpp_extension.load).
+// Python fills a Table once (cubins and the launch segments of the manifest's dispatch table);
+// each call then only routes (a hash lookup on (N, K), a binary search on M), takes the launch
+// precomputed for that M, reuses tensor maps already encoded for the same buffers, and launches
+// with cuLaunchKernelEx on PyTorch's current stream, so it is captured by CUDA graphs. Every call
+// the table does not cover (any dims, dtype, device or layout) goes to at::matmul. The layout is the kernel ABI (docs/kernel-abi.md):
+// row-major A[M,K], B[K,N], C[M,N], fp16, tensor maps passed by value after K.
+#include <torch/extension.h>
+#include <torch/library.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+constexpr int kMaxTables = 256;
+constexpr int kMaxMaps = 8;
+constexpr size_t kMapCacheLimit = 4096;  // tensor maps kept per table before the cache starts over
+
+// The driver functions, looked up in libcuda.so.1 at first use: no link-time dependency on
+// libcuda.so, which many machines (containers, runtime-only installs) do not have.
+struct Driver {
+#define EVO_DRIVER_FN(fn) decltype(&::fn) fn;
+  EVO_DRIVER_FN(cuGetErrorName)
+  EVO_DRIVER_FN(cuCtxGetCurrent)
+  EVO_DRIVER_FN(cuCtxSetCurrent)
+  EVO_DRIVER_FN(cuDeviceGet)
+  EVO_DRIVER_FN(cuDevicePrimaryCtxRetain)
+  EVO_DRIVER_FN(cuModuleLoadData)
+  EVO_DRIVER_FN(cuModuleGetFunction)
+  EVO_DRIVER_FN(cuFuncSetAttribute)
+  EVO_DRIVER_FN(cuTensorMapEncodeTiled)
+  EVO_DRIVER_FN(cuLaunchKernelEx)
+#undef EVO_DRIVER_FN
+};
+
+const Driver& drv() {
+  static const Driver d = [] {
+    Driver d{};
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    TORCH_CHECK(lib, "evo.dispatch: cannot open the CUDA driver (libcuda.so.1): ", dlerror());
+    auto sym = [lib](const char* name) {
+      void* p = dlsym(lib, name);
+      TORCH_CHECK(p, "evo.dispatch: the CUDA driver has no ", name, ": update the driver (CUDA 12 or newer)");
+      return p;
+    };
+#define EVO_DRIVER_FN(fn) d.fn = reinterpret_cast<decltype(&::fn)>(sym(#fn));
+    EVO_DRIVER_FN(cuGetErrorName)
+    EVO_DRIVER_FN(cuCtxGetCurrent)
+    EVO_DRIVER_FN(cuCtxSetCurrent)
+    EVO_DRIVER_FN(cuDeviceGet)
+    EVO_DRIVER_FN(cuDevicePrimaryCtxRetain)
+    EVO_DRIVER_FN(cuModuleLoadData)
+    EVO_DRIVER_FN(cuModuleGetFunction)
+    EVO_DRIVER_FN(cuFuncSetAttribute)
+    EVO_DRIVER_FN(cuTensorMapEncodeTiled)
+    EVO_DRIVER_FN(cuLaunchKernelEx)
+#undef EVO_DRIVER_FN
+    return d;
+  }();
+  return d;
+}
+
+void check(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) {
+    const char* name = nullptr;
+    drv().cuGetErrorName(r, &name);
+    TORCH_CHECK(false, "evo.dispatch: ", what, " failed: ", name ? name : "unknown CUDA error");
+  }
+}
+
+struct MapSpec {
+  int operand;  // 0 = A, 1 = B, 2 = C
+  uint32_t box_inner, box_outer;
+  int swizzle;  // bytes
+};
+
+struct Segment {
+  int64_t m_lo, m_hi;
+  int kernel;
+  unsigned grid[3], block[3], cluster[3];  // cluster[0] == 0: no cluster
+  unsigned smem;
+  std::vector<MapSpec> maps;
+};
+
+struct Kernel {
+  std::string cubin;
+  unsigned max_smem;
+  bool big_cluster;
+  std::array<CUfunction, kMaxDevices> function{};  // loaded per device: a split-K workspace per device
+  std::array<CUmodule, kMaxDevices> module{};
+};
+
+struct MapKey {
+  uint64_t ptr, rows, cols;
+  uint32_t box_inner, box_outer;
+  int swizzle;
+  bool operator==(const MapKey& o) const {
+    return ptr == o.ptr && rows == o.rows && cols == o.cols && box_inner == o.box_inner &&
+           box_outer == o.box_outer && swizzle == o.swizzle;
+  }
+};
+
+struct MapKeyHash {
+  size_t operator()(const MapKey& k) const {
+    uint64_t h = k.ptr * 0x9E3779B97F4A7C15ull;
+    for (uint64_t v : {k.rows, k.cols, (uint64_t)k.box_inner << 32 | k.box_outer, (uint64_t)k.swizzle})
+      h = (h ^ v) * 0x100000001B3ull;
+    return (size_t)h;
+  }
+};
+
+struct Table {
+  std::vector<Kernel> kernels;
+  std::unordered_map<uint64_t, std::vector<Segment>> by_nk;  // (N << 32 | K) -> segments sorted by m_lo
+  std::unordered_map<MapKey, CUtensorMap, MapKeyHash> maps;
+  std::mutex mu;  // guards module loading and the tensor-map cache
+};
+
+std::array<std::unique_ptr<Table>, kMaxTables> g_tables;
+std::atomic<int> g_count{0};
+std::mutex g_create;
+
+Table& table(int64_t handle) {
+  TORCH_CHECK(handle >= 0 && handle < g_count.load(), "evo.dispatch: unknown table handle ", handle,
+              " (call evo.dispatch.configure first)");
+  return *g_tables[handle];
+}
+
+uint64_t nk_key(int64_t n, int64_t k) { return (uint64_t)n << 32 | (uint64_t)k; }
+
+CUfunction function_for(Kernel& k, int device) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "evo.dispatch: device ", device, " out of range");
+  if (k.function[device]) return k.function[device];
+  c10::cuda::CUDAGuard guard((c10::DeviceIndex)device);
+  CUcontext ctx = nullptr;
+  check(drv().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  if (!ctx) {  // the runtime has not made the primary context current on this thread yet
+    CUdevice dev;
+    check(drv().cuDeviceGet(&dev, device), "cuDeviceGet");
+    check(drv().cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    check(drv().cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  }
+  CUmodule mod;
+  CUfunction f;
+  check(drv().cuModuleLoadData(&mod, k.cubin.data()), "loading a cubin (cuModuleLoadData)");
+  check(drv().cuModuleGetFunction(&f, mod, "hgemm"), "finding hgemm in the cubin");
+  if (k.max_smem > 0)
+    check(drv().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k.max_smem),
+          "raising the dynamic shared memory limit");
+  if (k.big_cluster)
+    check(drv().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+          "allowing a non-portable cluster size");
+  k.module[device] = mod;
+  k.function[device] = f;
+  return f;
+}
+
+bool usable(const at::Tensor& x, const at::Device& dev) {
+  return x.is_cuda() && x.device() == dev && x.scalar_type() == at::kHalf && x.dim() == 2 && x.is_contiguous() &&
+         reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0;
+}
+
+// The segment that serves a @ b, or nullptr where torch runs.
+const Segment* route(Table& t, const at::Tensor& a, const at::Tensor& b) {
+  if (!usable(a, a.device()) || !usable(b, a.device()) || a.size(1) != b.size(0)) return nullptr;
+  auto it = t.by_nk.find(nk_key(b.size(1), a.size(1)));
+  if (it == t.by_nk.end()) return nullptr;
+  const auto& segs = it->second;
+  const int64_t m = a.size(0);
+  auto pos = std::upper_bound(segs.begin(), segs.end(), m, [](int64_t v, const Segment& s) { return v < s.m_lo; });
+  if (pos == segs.begin()) return nullptr;
+  --pos;
+  return m <= pos->m_hi ? &*pos : nullptr;
+}
+
+const CUtensorMap& tensor_map(Table& t, const MapSpec& s, const void* ptr, uint64_t rows, uint64_t cols) {
+  MapKey key{(uint64_t)(uintptr_t)ptr, rows, cols, s.box_inner, s.box_outer, s.swizzle};
+  auto it = t.maps.find(key);
+  if (it != t.maps.end()) return it->second;
+  if (t.maps.size() >= kMapCacheLimit) t.maps.clear();
+  static const CUtensorMapSwizzle swizzles[] = {CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_32B,
+                                                 CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_128B};
+  int sw = s.swizzle == 32 ? 1 : s.swizzle == 64 ? 2 : s.swizzle == 128 ? 3 : 0;
+  cuuint64_t dims[2] = {cols, rows};  // innermost first
+  cuuint64_t strides[1] = {cols * 2};
+  cuuint32_t box[2] = {s.box_inner, s.box_outer};
+  cuuint32_t elem[2] = {1, 1};
+  CUtensorMap map;
+  check(drv().cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(ptr), dims, strides, box,
+                               elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzles[sw], CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "encoding a tensor map (cuTensorMapEncodeTiled)");
+  return t.maps.emplace(key, map).first->second;
+}
+
+void launch(Table& t, const Segment& s, const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
+  const int device = a.get_device();
+  int M = (int)a.size(0), N = (int)b.size(1), K = (int)a.size(1);
+  const void* pa = a.data_ptr();
+  const void* pb = b.data_ptr();
+  void* pc = c.data_ptr();
+  CUtensorMap maps[kMaxMaps];
+  void* params[6 + kMaxMaps] = {&pa, &pb, &pc, &M, &N, &K};
+  CUfunction f;
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    f = function_for(t.kernels[s.kernel], device);
+    for (size_t i = 0; i < s.maps.size(); ++i) {
+      const MapSpec& m = s.maps[i];
+      // A[M,K], B[K,N], C[M,N], all row-major
+      const void* ptr = m.operand == 0 ? pa : m.operand == 1 ? pb : pc;
+      const uint64_t rows = m.operand == 1 ? K : M, cols = m.operand == 0 ? K : N;
+      maps[i] = tensor_map(t, m, ptr, rows, cols);
+      params[6 + i] = &maps[i];
+    }
+  }
+  CUlaunchConfig cfg = {};
+  cfg.gridDimX = s.grid[0], cfg.gridDimY = s.grid[1], cfg.gridDimZ = s.grid[2];
+  cfg.blockDimX = s.block[0], cfg.blockDimY = s.block[1], cfg.blockDimZ = s.block[2];
+  cfg.sharedMemBytes = s.smem;
+  cfg.hStream = (CUstream)c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)device).stream();
+  CUlaunchAttribute attr = {};
+  if (s.cluster[0]) {
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = s.cluster[0], attr.value.clusterDim.y = s.cluster[1];
+    attr.value.clusterDim.z = s.cluster[2];
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  check(drv().cuLaunchKernelEx(&cfg, f, params, nullptr), "launching hgemm (cuLaunchKernelEx)");
+}
+
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, int64_t handle) {
+  Table& t = table(handle);
+  const Segment* s = route(t, a, b);
+  if (!s) return at::matmul(a, b);
+  at::Tensor c = at::empty({a.size(0), b.size(1)}, a.options());
+  launch(t, *s, a, b, c);
+  return c;
+}
+
+void matmul_out(const at::Tensor& a, const at::Tensor& b, int64_t handle, at::Tensor& out) {
+  Table& t = table(handle);
+  const Segment* s = route(t, a, b);
+  if (!s || !usable(out, a.device()) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) {
+    at::matmul_out(out, a, b);
+    return;
+  }
+  launch(t, *s, a, b, out);
+}
+
+// ---- building a table (called once, from Python) ----
+
+int64_t new_table() {
+  std::lock_guard<std::mutex> lock(g_create);
+  int n = g_count.load();
+  TORCH_CHECK(n < kMaxTables, "evo.dispatch: more than ", kMaxTables, " configure() calls in one process");
+  g_tables[n] = std::make_unique<Table>();
+  g_count.store(n + 1);
+  return n;
+}
+
+int64_t add_kernel(int64_t handle, py::bytes cubin, int64_t max_smem, bool big_cluster) {
+  Table& t = table(handle);
+  Kernel k;
+  k.cubin = cubin;
+  k.max_smem = (unsigned)max_smem;
+  k.big_cluster = big_cluster;
+  t.kernels.push_back(std::move(k));
+  return (int64_t)t.kernels.size() - 1;
+}
+
+// launch: grid x3, block x3, smem, cluster x3 (0s: none), then per tensor map operand, box x2, swizzle
+void add_segment(int64_t handle, int64_t n, int64_t k, int64_t m_lo, int64_t m_hi, int64_t kernel,
+                 std::vector<int64_t> launch) {
+  Table& t = table(handle);
+  TORCH_CHECK(kernel >= 0 && kernel < (int64_t)t.kernels.size(), "evo.dispatch: unknown kernel ", kernel);
+  TORCH_CHECK(launch.size() >= 10 && (launch.size() - 10) % 4 == 0 && (launch.size() - 10) / 4 <= kMaxMaps,
+              "evo.dispatch: malformed launch of ", launch.size(), " values");
+  Segment s;
+  s.m_lo = m_lo, s.m_hi = m_hi, s.kernel = (int)kernel;
+  for (int i = 0; i < 3; ++i) s.grid[i] = (unsigned)launch[i], s.block[i] = (unsigned)launch[3 + i];
+  s.smem = (unsigned)launch[6];
+  for (int i = 0; i < 3; ++i) s.cluster[i] = (unsigned)launch[7 + i];
+  for (size_t i = 10; i < launch.size(); i += 4)
+    s.maps.push_back({(int)launch[i], (uint32_t)launch[i + 1], (uint32_t)launch[i + 2], (int)launch[i + 3]});
+  auto& segs = t.by_nk[nk_key(n, k)];
+  segs.push_back(std::move(s));
+  std::sort(segs.begin(), segs.end(), [](const Segment& x, const Segment& y) { return x.m_lo < y.m_lo; });
+}
+
+// Load every kernel of a table on a device now (module loads are not allowed during graph capture).
+void preload(int64_t handle, int64_t device) {
+  Table& t = table(handle);
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (auto& k : t.kernels) function_for(k, (int)device);
+}
+
+}  // namespace
+
+TORCH_LIBRARY(evo, m) {
+  m.def("matmul(Tensor a, Tensor b, int handle) -> Tensor");
+  m.def("matmul_out(Tensor a, Tensor b, int handle, Tensor(a!) out) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(evo, CUDA, m) {
+  m.impl("matmul", &matmul);
+  m.impl("matmul_out", &matmul_out);
+}
+
+TORCH_LIBRARY_IMPL(evo, CPU, m) {  // nothing to launch on the CPU: torch computes it
+  m.impl("matmul", [](const at::Tensor& a, const at::Tensor& b, int64_t) { return at::matmul(a, b); });
+  m.impl("matmul_out", [](const at::Tensor& a, const at::Tensor& b, int64_t, at::Tensor& out) {
+    at::matmul_out(out, a, b);
+  });
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("new_table", &new_table);
+  m.def("add_kernel", &add_kernel);
+  m.def("add_segment", &add_segment);
+  m.def("preload", &preload);
+}

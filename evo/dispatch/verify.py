@@ -1,0 +1,121 @@
+"""Re-check an export on the GPU that will run it, and record the verdict in its manifest.
+
+For every range whose recorded speedup passed (evo.core.dispatch_table), through the same
+torch.ops.evo.matmul path that calls take:
+- correctness at every M of a short range, a dense sample with every launch segment's edges of a
+  long one (check_points), on fresh random inputs, against an fp32 reference with the evaluator's
+  tolerance (evo.evaluation.tolerance);
+- time at the range's lowest, middle and highest M (timing_points) beside torch.matmul, both as CUDA
+  graphs over rotating buffers (larger than L2 together), replays interleaved;
+then apply_check decides whether the range is used (correct, and faster beyond noise at every
+point). Needs torch, a CUDA GPU and the extension.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import math
+from pathlib import Path
+
+import torch
+
+from evo.core.dispatch_table import apply_check, check_points, timing_points
+from evo.core.errors import EvoError
+from evo.dispatch import extension
+from evo.dispatch.dispatcher import Dispatcher
+from evo.evaluation.tolerance import error_stats, verdict
+
+log = logging.getLogger(__name__)
+
+L2_BYTES = 60 * 2**20  # a bit above an H100/H200's 50 MiB L2: rotating sets never hit in L2
+
+
+def _correct(d: Dispatcher, n: int, k: int, ms: list[int]) -> tuple[bool, float, str | None]:
+    b = torch.randn(k, n, dtype=torch.float16, device="cuda")
+    worst = 0.0
+    for m in ms:
+        a = torch.randn(m, k, dtype=torch.float16, device="cuda")
+        c = d.matmul(a, b)
+        stats = error_stats(c.float(), a.float() @ b.float())
+        worst = max(worst, stats["rel_err"])
+        bad = verdict(stats)
+        if bad:
+            return False, worst, f"M={m}: {bad}"
+    return True, worst, None
+
+
+def _graph_ms(fn, sets: int, launches: int) -> tuple[torch.cuda.CUDAGraph, int]:
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for i in range(sets):  # warm up outside the capture (loads, allocator)
+            fn(i)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(launches):
+            fn(i % sets)
+    return graph, launches
+
+
+def _replay_ms(graph: torch.cuda.CUDAGraph, launches: int) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / launches
+
+
+def time_beside_torch(d: Dispatcher, m: int, n: int, k: int, *, replays: int = 7) -> dict:
+    """Per-launch ms of the evo path and of torch.matmul at one shape, one value per replay."""
+    bytes_per_set = 2 * (m * k + k * n + m * n)
+    sets = max(2, min(64, math.ceil(L2_BYTES / bytes_per_set)))
+    A = torch.randn(sets, m, k, dtype=torch.float16, device="cuda")
+    B = torch.randn(sets, k, n, dtype=torch.float16, device="cuda")
+    C = torch.empty(sets, m, n, dtype=torch.float16, device="cuda")
+    flops = 2 * m * n * k
+    launches = max(sets, min(2000, math.ceil(2e12 * 0.005 / flops)))  # about 5 ms of work per replay
+    g_evo = _graph_ms(lambda i: d.matmul(A[i], B[i], out=C[i]), sets, launches)
+    g_torch = _graph_ms(lambda i: torch.matmul(A[i], B[i], out=C[i]), sets, launches)
+    _replay_ms(*g_evo), _replay_ms(*g_torch)
+    evo_ms, torch_ms = [], []
+    for _ in range(replays):
+        evo_ms.append(_replay_ms(*g_evo))
+        torch_ms.append(_replay_ms(*g_torch))
+    return {"M": m, "evo_ms": evo_ms, "torch_ms": torch_ms}
+
+
+def verify(folder: str | Path, *, replays: int = 7) -> dict:
+    """Re-check every candidate range of an export on this GPU; rewrite its manifest.json."""
+    if not torch.cuda.is_available():
+        raise EvoError("evo export --verify needs a CUDA GPU (the one the kernels will run on)")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    folder = Path(folder)
+    d = Dispatcher(folder, checked=False)  # every range whose recorded speedup passed
+    if d.build() is None:
+        raise EvoError(f"cannot re-check: {extension.why_not()}")
+    gpu = torch.cuda.get_device_name()
+    num_sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if num_sms != d.manifest.get("num_sms"):
+        raise EvoError(f"this GPU has {num_sms} SMs, the export's launches were computed for "
+                       f"{d.manifest.get('num_sms')}: export on a machine with this GPU")
+    used = 0
+    for table in d.tables:
+        n, k = table["N"], table["K"]
+        for rng in table["ranges"]:
+            if not rng["use"] or not rng["segments"]:
+                continue
+            ms = check_points(rng)
+            correct, worst, error = _correct(d, n, k, ms)
+            points = [time_beside_torch(d, m, n, k, replays=replays) for m in timing_points(rng)] if correct else []
+            apply_check(rng, {"gpu": gpu, "num_sms": num_sms, "correct": correct, "checked_Ms": len(ms),
+                              "max_rel_err": worst, "error": error, "points": points,
+                              "at": dt.datetime.now(dt.UTC).isoformat()})
+            used += rng["use"]
+            log.info(f"N={n} K={k} M {rng['m_lo']}-{rng['m_hi']}: {'evo' if rng['use'] else 'torch'} ({rng['reason']})")
+    d.manifest["verified"] = {"gpu": gpu, "at": dt.datetime.now(dt.UTC).isoformat(), "ranges_used": used}
+    (folder / "manifest.json").write_text(json.dumps(d.manifest, indent=1))
+    log.info(f"re-checked {folder} on {gpu}: {used} ranges use evo kernels, torch runs everywhere else")
+    return d.manifest

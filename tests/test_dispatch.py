@@ -1,0 +1,217 @@
+"""Dispatch over M ranges without a GPU: shape ranges, the dispatch table, the never-slower rule,
+the export's tables and the routing/explain logic of evo.dispatch (torch's part is in
+tests/test_dispatch_gpu.py)."""
+import json
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from evo.cli.hydra_app import compose
+from evo.core.dispatch_table import (
+    NOISE,
+    apply_check,
+    build_tables,
+    check_points,
+    faster_beyond_noise,
+    find,
+    segments,
+    timing_points,
+)
+from evo.core.errors import ShapeError
+from evo.core.kernel import parse_declaration
+from evo.core.shapes import Shape, build_shape_set, parse_shapes, range_points
+from evo.dispatch import Dispatcher, extension
+from evo.dispatch.dispatcher import launch_values, tensor_problem
+
+DECL = """
+// @evo grid     = cdiv(N, 128), cdiv(M, 64), 1
+// @evo block    = 256
+// @evo smem     = 1024
+// @evo requires = M % 5 != 0
+// @evo tma      = A box(64, min(M, 64)) swizzle(128)
+"""
+
+
+def test_a_range_is_searched_at_its_edges_and_the_powers_of_two_between():
+    assert range_points(1, 64) == [1, 2, 4, 8, 16, 32, 64]
+    assert range_points(3, 100) == [3, 4, 8, 16, 32, 64, 100]
+    assert range_points(7, 7) == [7]
+    assert parse_shapes("33-64x4096x1024") == [Shape(33, 4096, 1024), Shape(64, 4096, 1024)]
+    assert parse_shapes("77x4096x4096") == [Shape(77, 4096, 4096)]
+    shapes = build_shape_set(listed=["1-4x8x8", "2x8x8", "9x9x9"], grid=[])
+    assert [str(s) for s in shapes] == ["1x8x8", "2x8x8", "4x8x8", "9x9x9"]
+
+
+@pytest.mark.parametrize("text", ["5-3x8x8", "a-4x8x8", "1-x8x8", "1-4x8"])
+def test_bad_ranges_say_the_form(text):
+    with pytest.raises(ShapeError, match="LO-HI|LO <= HI|MxNxK"):
+        parse_shapes(text)
+
+
+def test_the_config_takes_a_range():
+    c, _ = compose(["shapes=inline", "shapes.list=[1-8x4096x4096]", "evaluator=simulated", "llm=none"])
+    assert [s.M for s in build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)] == [1, 2, 4, 8]
+
+
+def test_segments_are_runs_of_one_launch_and_skip_unsupported_ms():
+    segs = segments(parse_declaration(DECL), 60, 130, 256, 512, num_sms=132)
+    # the grid changes at M = 64 and 128; the box at 64; M = 65, 70, ... are unsupported
+    assert all(s["m_lo"] <= s["m_hi"] for s in segs)
+    covered = [m for s in segs for m in range(s["m_lo"], s["m_hi"] + 1)]
+    assert covered == [m for m in range(60, 131) if m % 5]
+    for s in segs:
+        for m in (s["m_lo"], s["m_hi"]):
+            assert s["grid"] == [2, -(-m // 64), 1] and s["tensor_maps"][0]["box"] == [64, min(m, 64)]
+    assert launch_values(segs[0]) == [2, 1, 1, 256, 1, 1, 1024, 0, 0, 0, 0, 64, 61, 128]
+
+
+def _cells(speedups: dict[int, float | None]) -> list[dict]:
+    decl = parse_declaration(DECL)
+    return [{"M": m, "N": 256, "K": 512, "name": f"k{m}", "decl": decl, "recorded_speedup": s}
+            for m, s in speedups.items()]
+
+
+def test_each_kernel_serves_the_ms_above_the_cell_below_and_slow_ones_are_not_used():
+    (table,) = build_tables(_cells({64: 1.5, 16: 1.3, 200: 1.0 + NOISE / 2, 300: None}), num_sms=132)
+    assert [(r["m_lo"], r["m_hi"], r["kernel"]) for r in table["ranges"]] == [
+        (16, 16, "k16"), (17, 64, "k64"), (65, 200, "k200"), (201, 300, "k300")]
+    assert [r["use"] for r in table["ranges"]] == [True, True, False, False]
+    assert "needs >= 1.02x" in table["ranges"][2]["reason"] and "no torch time" in table["ranges"][3]["reason"]
+
+
+def test_find_routes_every_m_and_says_why():
+    tables = build_tables(_cells({16: 1.3, 64: 1.5, 200: 1.01}), num_sms=132)
+    _, seg, why = find(tables, 41, 256, 512)
+    assert seg["m_lo"] <= 41 <= seg["m_hi"] and "k64 serves M 17-64" in why
+    assert "N=256, K=1024" in find(tables, 40, 256, 1024)[2]
+    assert "outside the exported ranges" in find(tables, 201, 256, 512)[2] and find(tables, 8, 256, 512)[1] is None
+    assert "does not support M=45" in find(tables, 45, 256, 512)[2]
+    assert "not used" in find(tables, 101, 256, 512)[2]
+    # on a GPU: only where re-checked on that GPU
+    assert "not re-checked" in find(tables, 41, 256, 512, gpu="NVIDIA H200")[2]
+    rng = tables[0]["ranges"][1]
+    _check(rng, evo=1.0, torch=1.5, gpu="NVIDIA H100")
+    assert "re-checked on NVIDIA H100, not on this NVIDIA H200" in find(tables, 41, 256, 512, gpu="NVIDIA H200")[2]
+    assert find(tables, 41, 256, 512, gpu="NVIDIA H100")[1] is not None
+
+
+def _check(rng, *, evo, torch, gpu="NVIDIA H200", correct=True, spread=0.01):
+    points = [{"M": m, "evo_ms": [evo * (1 + spread * i) for i in range(7)],
+               "torch_ms": [torch * (1 + spread * i) for i in range(7)]} for m in timing_points(rng)]
+    apply_check(rng, {"gpu": gpu, "num_sms": 132, "correct": correct, "checked_Ms": 48, "max_rel_err": 1e-4,
+                      "error": None if correct else "M=33: normwise relative error 1e-2", "points": points})
+
+
+def test_the_re_check_decides_never_slower():
+    tables = build_tables(_cells({16: 1.3, 64: 1.5}), num_sms=132)
+    rng = tables[0]["ranges"][1]
+    _check(rng, evo=1.0, torch=1.3)
+    assert rng["use"] and "1.300x torch" in rng["reason"] and rng["check"]["points"][0]["faster"]
+    _check(rng, evo=1.0, torch=1.01)
+    assert not rng["use"] and "not faster beyond noise" in rng["reason"]
+    _check(rng, evo=1.0, torch=1.3, correct=False)
+    assert not rng["use"] and "wrong results" in rng["reason"]
+    _check(rng, evo=1.0, torch=1.05, spread=0.1)  # 5% faster at the median, but the replays overlap
+    assert not rng["use"]
+
+
+def test_faster_beyond_noise_needs_the_margin_and_separated_quartiles():
+    assert faster_beyond_noise([1.0] * 5, [1.1] * 5) == (True, pytest.approx(1.1))
+    assert not faster_beyond_noise([1.0] * 5, [1.01] * 5)[0]
+    evo = [1.0, 1.0, 1.0, 1.3, 1.3]
+    torch_ms = [1.1, 1.1, 1.1, 1.1, 1.1]
+    assert statistics.median(torch_ms) / statistics.median(evo) > 1 + NOISE and not faster_beyond_noise(evo, torch_ms)[0]
+    assert faster_beyond_noise([1.0], [1.5]) == (True, 1.5)  # one value each: the margin alone
+
+
+def test_check_points_cover_short_ranges_fully_and_long_ones_densely_with_every_edge():
+    (table,) = build_tables(_cells({16: 1.3, 40: 1.3, 3000: 1.3}), num_sms=132)
+    short, long = table["ranges"][1], table["ranges"][2]
+    assert check_points(short) == [m for m in range(17, 41) if m % 5]
+    pts = check_points(long)  # a launch change at every fifth M: a spread of edges, not all 1800
+    assert pts[0] == 41 and pts[-1] == 2999 and 64 <= len(pts) <= 400
+    decl = parse_declaration(DECL.replace("// @evo requires = M % 5 != 0", ""))
+    (table,) = build_tables([{"M": m, "N": 256, "K": 512, "name": f"k{m}", "decl": decl, "recorded_speedup": 1.3}
+                             for m in (40, 3000)], num_sms=132)
+    pts = check_points(table["ranges"][1])
+    edges = {m for s in table["ranges"][1]["segments"] for m in (s["m_lo"], s["m_hi"])}
+    assert edges <= set(pts) and pts[0] == 41 and pts[-1] == 3000 and 64 <= len(pts) <= 400
+    assert timing_points(short) == [17, 28, 39]
+
+
+def test_export_writes_dispatch_tables(tmp_path):
+    archive = tmp_path / "r.sqlite"
+    out = subprocess.run([sys.executable, "-m", "evo", "sweep", "evaluator=simulated", "shapes=inline",
+                          "shapes.list=[1-8x4096x1024,77x4096x1024]", "sweep.budget=2", "sweep.sample=shortlist",
+                          "llm=none", "search.progress=false", f"archive.path={archive}"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    out = subprocess.run([sys.executable, "-m", "evo", "export", str(archive), "--out", str(tmp_path / "exp"),
+                          "--no-cubins"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    manifest = json.loads((tmp_path / "exp" / "manifest.json").read_text())
+    assert manifest["format"] == "evo-export/2" and manifest["num_sms"] > 0
+    (table,) = manifest["tables"]
+    assert (table["N"], table["K"]) == (4096, 1024)
+    assert [(r["m_lo"], r["m_hi"]) for r in table["ranges"]] == [(1, 1), (2, 2), (3, 4), (5, 8), (9, 77)]
+    kernels = {k["file"].removesuffix(".cu"): k for k in manifest["kernels"]}
+    for r in table["ranges"]:
+        assert r["check"] is None
+        assert r["use"] == (r["recorded_speedup"] is not None and r["recorded_speedup"] >= 1 + NOISE)
+        # at the M it was searched at, the table's launch is the one the evaluator recorded
+        recorded = kernels[r["kernel"]]
+        (seg,) = [s for s in r["segments"] if s["m_lo"] <= r["tuned_M"] <= s["m_hi"]]
+        fields = ("grid", "block", "smem", "cluster")
+        assert [seg[f] for f in fields] == [recorded[f] for f in fields]
+        assert [(t["operand"], t["box"], t["swizzle"]) for t in seg["tensor_maps"]] == [
+            (t["operand"], t["box"], t["swizzle"]) for t in recorded["tensor_maps"]]
+    d = Dispatcher(tmp_path / "exp")
+    seg, why = d.route(50, 4096, 1024, gpu="NVIDIA H200")
+    assert seg is None and ("not re-checked" in why or "not used" in why)
+    out = subprocess.run([sys.executable, "-m", "evo", "export", str(archive), "--out", str(tmp_path / "exp"),
+                          "--no-cubins", "--verify"], capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and "needs" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_an_old_manifest_is_refused_with_what_to_do(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "evo-export/1", "kernels": []}))
+    with pytest.raises(Exception, match="export it again"):
+        Dispatcher(tmp_path)
+
+
+class _Stand:
+    """Stands in for a torch tensor's attributes in the routing checks (no torch in CI)."""
+
+    def __init__(self, shape, dtype="torch.float16", cuda=True, contiguous=True, ptr=256, device="cuda:0"):
+        self.shape, self.dtype, self.is_cuda, self._c, self._p, self.device = shape, dtype, cuda, contiguous, ptr, device
+
+    def dim(self):
+        return len(self.shape)
+
+    def is_contiguous(self):
+        return self._c
+
+    def data_ptr(self):
+        return self._p
+
+
+def test_tensor_problems_are_named():
+    a, b = _Stand((8, 16)), _Stand((16, 32))
+    assert tensor_problem(a, b) is None
+    assert "not a CUDA" in tensor_problem(_Stand((8, 16), cuda=False), b)
+    assert "torch.float32" in tensor_problem(_Stand((8, 16), dtype="torch.float32"), b)
+    assert "3 dimensions" in tensor_problem(_Stand((2, 8, 16)), b)
+    assert "W.T contiguous" in tensor_problem(a, _Stand((16, 32), contiguous=False))
+    assert "aligned" in tensor_problem(_Stand((8, 16), ptr=258), b)
+    assert "inner dimensions" in tensor_problem(a, _Stand((8, 32)))
+
+
+def test_explain_says_torch_runs_when_the_extension_is_missing(tmp_path, monkeypatch):
+    tables = build_tables(_cells({16: 1.3}), num_sms=132)
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "evo-export/2", "kernels": [], "tables": [
+        {**t, "ranges": [{**r, "segments": r["segments"]} for r in t["ranges"]]} for t in tables]}))
+    monkeypatch.setattr(extension, "_state", {"module": None, "why": "the evo.dispatch extension could not be built"})
+    assert Dispatcher(tmp_path).explain(_Stand((16, 512)), _Stand((512, 256))).startswith(
+        "torch: the evo.dispatch extension could not be built")

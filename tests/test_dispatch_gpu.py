@@ -1,0 +1,145 @@
+"""torch.ops.evo.matmul on the GPU (pytest -m gpu; needs torch with CUDA, nvcc and a Hopper GPU).
+
+The export folder is made here from seed-family kernels (no search): a TMA persistent kernel, a
+split-K one and a 2-block-cluster one, each over an M range. Its recorded speedups are set to 2.0
+so that the dispatcher (checked=False) routes every covered M to the kernels: these tests check the
+mechanics (eager, CUDA graphs, torch.compile, Linear, fallbacks), not speed.
+"""
+import json
+
+import pytest
+
+from evo.core.dispatch_table import build_tables
+from evo.core.kernel import parse_declaration
+from evo.families import FAMILIES
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+HOPPER = FAMILIES["hopper"]
+#: (params changed from the hopper default, N, K, the Ms its cells are at)
+KERNELS = [({}, 1024, 1024, (16, 64, 200)), ({"SPLIT_K": 2, "PERSISTENT": 0}, 512, 4096, (8, 100)),
+           ({"CLUSTER_M": 2}, 2048, 512, (128, 300))]
+
+
+@pytest.fixture(scope="module")
+def export_dir(tmp_path_factory, compiler):
+    folder = tmp_path_factory.mktemp("export")
+    entries, cells = [], []
+    sources = [HOPPER.render(dict(HOPPER.default, **change)) for change, *_ in KERNELS]
+    for (_, n, k, ms), source, res in zip(KERNELS, sources, compiler.compile_many(sources)):
+        assert res.ok, res.status
+        for m in ms:
+            name = f"hgemm_{m}x{n}x{k}"
+            (folder / f"{name}.cu").write_text(source)
+            (folder / f"{name}.cubin").write_bytes(res.cubin)
+            entries.append({"M": m, "N": n, "K": k, "file": f"{name}.cu", "cubin": f"{name}.cubin"})
+            cells.append({"M": m, "N": n, "K": k, "name": name, "decl": parse_declaration(source),
+                          "recorded_speedup": 2.0})  # routed, not measured: see the module docstring
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    (folder / "manifest.json").write_text(json.dumps({"format": "evo-export/2", "num_sms": sms, "kernels": entries,
+                                                      "tables": build_tables(cells, num_sms=sms)}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def d(export_dir):
+    import evo.dispatch
+    disp = evo.dispatch.configure(export_dir, checked=False)
+    assert disp.build() is not None, evo.dispatch.extension.why_not()
+    return disp
+
+
+def _check(c, a, b):
+    from evo.evaluation.tolerance import error_stats, verdict
+    assert verdict(error_stats(c.float(), a.float() @ b.float())) is None
+
+
+@pytest.mark.parametrize("change,n,k,ms", KERNELS)
+def test_every_m_of_each_range_is_correct_on_fresh_data(d, change, n, k, ms):
+    b = torch.randn(k, n, dtype=torch.float16, device="cuda")
+    for m in range(1, ms[-1] + 2):
+        a = torch.randn(m, k, dtype=torch.float16, device="cuda")
+        path = d.explain(a, b)
+        assert path.startswith("evo:") == (ms[0] <= m <= ms[-1]), path
+        _check(torch.ops.evo.matmul(a, b, d.handle), a, b)
+
+
+def test_out_variant_and_fallbacks_match_torch(d):
+    a = torch.randn(77, 1024, dtype=torch.float16, device="cuda")
+    w = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
+    out = torch.empty(77, 1024, dtype=torch.float16, device="cuda")
+    assert d.matmul(a, w, out=out) is out
+    _check(out, a, w)
+    assert "not contiguous" in d.explain(a, w.t())  # a transposed view goes to torch
+    _check(d.matmul(a, w.t()), a, w.t())
+    assert "float16" in d.explain(a.float(), w.float())
+    torch.testing.assert_close(d.matmul(a.float(), w.float()), a.float() @ w.float())
+
+
+def test_cuda_graph_capture_replays_on_new_data(d):
+    a = torch.randn(50, 1024, dtype=torch.float16, device="cuda")
+    b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        d.matmul(a, b)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        c = d.matmul(a, b)
+    for _ in range(3):
+        a.copy_(torch.randn_like(a))
+        b.copy_(torch.randn_like(b))
+        g.replay()
+        torch.cuda.synchronize()
+        _check(c, a, b)
+
+
+def test_linear_under_torch_compile_has_no_graph_break(d):
+    import evo.dispatch
+    layer = torch.nn.Linear(1024, 1024).half().cuda()
+    ref_layer = torch.nn.Linear(1024, 1024).half().cuda()
+    ref_layer.load_state_dict(layer.state_dict())
+    model = torch.nn.Sequential(layer, torch.nn.GELU())
+    assert evo.dispatch.patch(model, d) == ["0"] and isinstance(model[0], evo.dispatch.Linear)
+    x = torch.randn(3, 20, 1024, dtype=torch.float16, device="cuda")  # leading batch dims: M = 60
+    with torch.no_grad():
+        assert torch._dynamo.explain(model)(x).graph_break_count == 0
+        compiled = torch.compile(model, fullgraph=True)
+        for _ in range(2):
+            x = torch.randn(3, 20, 1024, dtype=torch.float16, device="cuda")
+            torch.testing.assert_close(compiled(x), torch.nn.functional.gelu(ref_layer(x)), atol=2e-2, rtol=2e-2)
+            torch.testing.assert_close(model(x), torch.nn.functional.gelu(ref_layer(x)), atol=2e-2, rtol=2e-2)
+
+
+def test_linear_falls_back_under_autograd(d):
+    import evo.dispatch
+    layer = evo.dispatch.Linear(torch.randn(1024, 1024, dtype=torch.float16, device="cuda"), dispatcher=d)
+    x = torch.randn(8, 1024, dtype=torch.float16, device="cuda", requires_grad=True)
+    layer(x).sum().backward()
+    assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_verify_re_checks_every_range_on_this_gpu(export_dir, tmp_path):
+    import shutil
+
+    from evo.dispatch import Dispatcher
+    from evo.dispatch.verify import verify
+    folder = tmp_path / "copy"
+    shutil.copytree(export_dir, folder)
+    manifest = verify(folder, replays=5)
+    gpu = torch.cuda.get_device_name()
+    assert manifest["verified"]["gpu"] == gpu
+    for table in manifest["tables"]:
+        for rng in table["ranges"]:
+            check = rng["check"]
+            assert check["correct"] and check["max_rel_err"] < 5e-4 and check["gpu"] == gpu
+            assert [p["M"] for p in check["points"]] == sorted({rng["m_lo"], (rng["m_lo"] + rng["m_hi"]) // 2,
+                                                                 rng["m_hi"]})
+            assert rng["use"] == all(p["faster"] for p in check["points"])
+    d = Dispatcher(folder)  # checked: uses exactly the ranges the re-check kept
+    for table in manifest["tables"]:
+        for rng in table["ranges"]:
+            seg, why = d.route(rng["m_hi"], table["N"], table["K"], gpu=gpu)
+            assert (seg is not None) == rng["use"], why
