@@ -131,8 +131,8 @@ class DaskPool:
 
     @property
     def infos(self) -> list[DeviceInfo]:
-        self.start()._refresh()
-        return list(self._hosts.values())
+        """The GPUs known so far (workers that join are learned when jobs are sent or answered)."""
+        return list(self.start()._hosts.values())
 
     def close(self) -> None:
         if self._client is not None:
@@ -206,6 +206,8 @@ class DaskPool:
                 self.reruns += 1
                 log.warning(f"{where} was lost with a job in flight: re-running that job once elsewhere "
                             f"({self.reruns} re-run(s) in this pool)")
+                if not self._gpu_workers():
+                    log.warning("no GPU worker is left in the cluster: waiting for one to join")
                 return None
             info = lost or DeviceInfo("?", "?", 0, 0, 0, backend=self.backend)
             return _failure(Status.FAULT, f"lost with its Dask worker twice (last: {where})", info)
