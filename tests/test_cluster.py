@@ -103,6 +103,20 @@ def test_the_containment_matrix_holds_on_a_local_cluster_and_jobs_use_both_worke
     assert all(e.speedup for e in out.values() if e.ok)  # baselines per GPU, measured where each kernel ran
 
 
+def _daemonic() -> bool:
+    import multiprocessing
+    return multiprocessing.current_process().daemon
+
+
+def test_a_local_gpu_cluster_gives_each_worker_its_own_gpu_and_lets_it_start_processes(monkeypatch):
+    from evo.evaluation.dask_pool import start_local_cluster
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # what this machine would see with two GPUs
+    with start_local_cluster("gpu") as cluster, distributed.Client(cluster, set_as_default=False) as client:
+        gpus, daemonic = client.run(os.getenv, "CUDA_VISIBLE_DEVICES"), client.run(_daemonic)
+        resources = {w["resources"]["GPU"] for w in client.scheduler_info()["workers"].values()}
+    assert sorted(gpus.values()) == ["0", "1"] and not any(daemonic.values()) and resources == {1}
+
+
 # ---- a scheduler and worker processes over loopback ---------------------------------------------
 def _dask(*args: str, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -190,7 +204,8 @@ def test_a_worker_that_joins_mid_run_gets_work(loopback, compile_cache):
     try:
         first = {e.gpu for e in ev.evaluate([(Candidate.make(GOOD), Shape(64, 64, 64))])}
         loopback.worker("late")
-        _until(lambda: "late" in {w["name"] for w in loopback.client.scheduler_info()["workers"].values()}, "the new worker")
+        names = lambda: {w["name"] for w in loopback.client.scheduler_info()["workers"].values()}  # noqa: E731
+        _until(lambda: names() == {"w0", "w1", "late"}, "the new worker (and any worker restarted before)")
         slow = [marked(f"slow\n// {i}") for i in range(3)]  # one per worker: three idle workers, three jobs
         gpus = {e.gpu for e in ev.evaluate([(c, Shape(128, 128, 128)) for c in slow])}
     finally:

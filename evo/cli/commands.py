@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import threading
 
 from evo.core.errors import EvoError
 from evo.core.version import VERSION
@@ -83,7 +84,6 @@ def cluster_cli(argv: list[str]) -> None:
         print(f"scheduler {cluster.scheduler_address} ({jobs} job(s) submitted; dashboard {cluster.dashboard_link})\n"
               f"use it with: evo run evaluator.cluster={cluster.scheduler_address} ...   (Ctrl-C here ends the jobs)",
               flush=True)
-        import threading
         threading.Event().wait()  # until Ctrl-C (or SIGTERM): the jobs end with the cluster
     finally:
         cluster.close()

@@ -108,9 +108,9 @@ class DaskPool:
         workers = self._client.scheduler_info(n_workers=-1)["workers"]
         return {a: w for a, w in workers.items() if w.get("resources", {}).get("GPU")}
 
-    def _refresh(self) -> None:
+    def _refresh(self, current: dict[str, dict] | None = None) -> None:
         """Forget workers that left; learn the GPU of those that joined (starting their GPU process)."""
-        current = self._gpu_workers()
+        current = self._gpu_workers() if current is None else current
         self._hosts = {a: i for a, i in self._hosts.items() if a in current}
         new = [a for a in current if a not in self._hosts]
         if not new:
@@ -131,8 +131,8 @@ class DaskPool:
 
     @property
     def infos(self) -> list[DeviceInfo]:
-        self.start()._refresh()
-        return list(self._hosts.values())
+        """The GPUs known so far (workers that join are learned when jobs are sent or answered)."""
+        return list(self.start()._hosts.values())
 
     def close(self) -> None:
         if self._client is not None:
@@ -150,12 +150,13 @@ class DaskPool:
         self.close()
 
     # ---- work -----------------------------------------------------------------------------
-    def _submit(self, job: Job) -> Any:
+    def _submit(self, job: Job, workers: dict[str, dict]) -> Any:
+        """Send a job to any GPU worker; `workers`: the scheduler's GPU workers as last seen."""
         if job.device is not None:
             raise GpuUnavailable(f"a job asks for GPU {job.device}, but jobs on a Dask cluster go to any GPU worker "
                                  "(a pinned job would wait forever for a worker that is gone): leave device=None")
-        if job.prepare is not None and set(self._gpu_workers()) != set(self._hosts):
-            self._refresh()
+        if job.prepare is not None and set(workers) != set(self._hosts):
+            self._refresh(workers)
         additions = {i.key: job.prepare(i) for i in self._hosts.values()} if job.prepare else None
         return self._client.submit(dask_host.run_job, job.request, additions, self.backend, self.stage_timeout_s,
                                    resources={"GPU": 1}, pure=False, key=f"evo-job-{uuid.uuid4().hex}")
@@ -170,13 +171,14 @@ class DaskPool:
         in_flight: dict[Any, Job] = {}
         done = self._distributed.as_completed(loop=self._client.loop)
         while True:
-            while not exhausted and len(in_flight) < max(1, len(self._gpu_workers())):
+            workers = self._gpu_workers()  # once per result: workers come and go
+            while not exhausted and len(in_flight) < max(1, len(workers)):
                 try:
                     job = next(source)
                 except StopIteration:
                     exhausted = True
                     break
-                future = self._submit(job)
+                future = self._submit(job, workers)
                 in_flight[future] = job
                 done.add(future)
             if not in_flight:
@@ -186,7 +188,7 @@ class DaskPool:
             reply = self._reply(future, job)
             future.release()
             if reply is None:  # sent again
-                future = self._submit(job)
+                future = self._submit(job, self._gpu_workers())
                 in_flight[future] = job
                 done.add(future)
                 continue
@@ -204,6 +206,8 @@ class DaskPool:
                 self.reruns += 1
                 log.warning(f"{where} was lost with a job in flight: re-running that job once elsewhere "
                             f"({self.reruns} re-run(s) in this pool)")
+                if not self._gpu_workers():
+                    log.warning("no GPU worker is left in the cluster: waiting for one to join")
                 return None
             info = lost or DeviceInfo("?", "?", 0, 0, 0, backend=self.backend)
             return _failure(Status.FAULT, f"lost with its Dask worker twice (last: {where})", info)

@@ -40,7 +40,9 @@ class PipeLogHandler(logging.Handler):
 
 def die_with_parent() -> None:
     """Linux: end this process when the one that started it dies (a driver or a Dask worker killed
-    outright), so that a hung kernel does not keep its GPU busy beside the worker's replacement."""
+    outright), so that a hung kernel does not keep its GPU busy beside the worker's replacement.
+    (The signal follows the thread that started this process: pools start GPU processes from
+    long-lived threads, the caller's or Dask's executor threads.)"""
     if not sys.platform.startswith("linux"):
         return
     try:
