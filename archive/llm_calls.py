@@ -17,9 +17,38 @@ def llm_spent(a: Archive, run_id: int) -> float:
     return float(row[0])
 
 
-def recorded_responses(a: Archive) -> dict[str, list[str]]:
-    """prompt hash -> recorded answers, in the order they were received."""
-    answers: dict[str, list[str]] = {}
-    for row in a.db.query("select prompt_hash, response from llm_calls where response is not null order by id"):
-        answers.setdefault(row["prompt_hash"], []).append(row["response"])
-    return answers
+def prompt_counts(a: Archive, run_id: int) -> dict[str, int]:
+    """prompt hash -> how many times the run has asked it (a resumed run goes on counting)."""
+    return {r["prompt_hash"]: r["n"] for r in a.db.query(
+        "select prompt_hash, count(*) as n from llm_calls where run_id = ? group by prompt_hash", [run_id])}
+
+
+def recorded_calls(a: Archive, run_id: int | None = None) -> tuple[int | None, dict[tuple[str, int], dict]]:
+    """(run, {(prompt hash, occurrence): call row}) for a run's calls (default: the last run with
+    calls). Rows written before occurrences were stored count in the order they were recorded."""
+    if run_id is None:
+        row = a.db.execute("select max(run_id) from llm_calls where prompt_hash is not null").fetchone()
+        run_id = row[0] if row else None
+    calls: dict[tuple[str, int], dict] = {}
+    seen: dict[str, int] = {}
+    for row in a.db.query("select * from llm_calls where run_id = ? and prompt_hash is not null order by id",
+                          [run_id]):
+        h = row["prompt_hash"]
+        n = row["occurrence"] if row.get("occurrence") is not None else seen.get(h, 0)
+        seen[h] = max(seen.get(h, 0), n + 1)
+        calls[(h, n)] = row
+    return run_id, calls
+
+
+def recent_failures(a: Archive, parent_id: str, limit: int = 3) -> list[dict]:
+    """The newest failed attempts on a parent: LLM answers without a usable edit, and children that
+    failed their evaluation. Each: operator, what (outcome or status), error, at."""
+    return list(a.db.query(
+        """select * from (
+             select operator, outcome as what, error, created_at as at from llm_calls
+               where parent_id = ? and outcome in ('no_edit', 'truncated')
+             union all
+             select e.operator, e.status as what, e.error, e.created_at as at from lineage l
+               join evaluations e on e.kernel_id = l.child
+               where l.parent = ? and e.status != 'ok')
+           order by at desc limit ?""", [parent_id, parent_id, limit]))

@@ -47,10 +47,18 @@ def llm_env(monkeypatch, tmp_path):
     return archive, run
 
 
+def llm_config(**cfg) -> LLMConfig:
+    """llm=anthropic as composed from conf/ (with its price table), with these settings."""
+    from dataclasses import replace
+
+    from evo.cli.hydra_app import compose
+    return replace(compose(["llm=anthropic"])[0].llm, **cfg)
+
+
 def operators(server, archive, run, **cfg):
-    c = LLMConfig(backend="anthropic", base_url=server.url, max_retries=cfg.pop("max_retries", 2),
-                  timeout_s=cfg.pop("timeout_s", 10), prompts=cfg.pop("prompts", ["deepen_pipeline"]), **cfg)
-    ops, note = build_llm_operators(c, archive=archive, run_id=run)
+    c = llm_config(base_url=server.url, max_retries=cfg.pop("max_retries", 2), timeout_s=cfg.pop("timeout_s", 10),
+                   prompts=cfg.pop("prompts", ["deepen_pipeline"]), **cfg)
+    ops, note = build_llm_operators(c, archive=archive, run_id=run, preflight=False)
     return ops, note
 
 
@@ -67,7 +75,6 @@ def test_rate_limit_then_success_makes_a_child(llm_env):
         child = ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
         assert len(server.requests) == 2
         req = server.requests[-1]
-        assert req["system"][0]["cache_control"] == {"type": "ephemeral"}  # the stable part is cached
         assert "M=1024, N=1024, K=1024" in prompt_of(req)
     assert "#define STAGES 3" in child.source and child.parents == (PARENT.id,)
     assert check_source(child.source) == []
@@ -83,7 +90,7 @@ def test_server_errors_are_a_failed_use_not_a_crash(llm_env):
         with pytest.raises(OperatorFailure, match="InternalServerError"):
             ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
         assert len(server.requests) == 2  # one retry by the SDK
-    assert calls(archive)[0]["outcome"] == "api_error"
+    assert calls(archive)[0]["outcome"] == "unavailable"
 
 
 def test_an_answer_without_edits_is_a_failed_use(llm_env):
@@ -171,9 +178,9 @@ def test_every_prompt_template_renders():
     templates = load_templates()
     assert len(templates) >= 10
     for t in templates:
-        text = t.render(M=1, N=2, K=3, shape="1x2x3", parent_source="SRC", parent_measurements="MEAS",
+        text = t.render(M=1, N=2, K=3, shape="1x2x3", parent_measurements="MEAS",
                         other_source="OTHER", other_measurements="OM", error="ERR", edit_rules="RULES")
-        assert "SRC" in text and "RULES" in text
+        assert "MEAS" in text and "RULES" in text  # the parent's source comes first, outside the template
 
 
 def test_search_policy_learns_which_prompt_improves_kernels(monkeypatch, tmp_path, compile_cache):
@@ -184,7 +191,7 @@ def test_search_policy_learns_which_prompt_improves_kernels(monkeypatch, tmp_pat
 
     def behaviour(req, n):
         prompt = prompt_of(req)
-        if prompt.startswith("Operator: deepen_pipeline"):
+        if "Operator: deepen_pipeline" in prompt:
             return 200, message(deepen(prompt)), 0
         return 200, message("Retiling would not help here."), 0
 
@@ -221,7 +228,7 @@ def test_an_answer_that_is_not_a_message_is_a_failed_call_not_a_crash(llm_env):
         with pytest.raises(OperatorFailure, match="not a message") as info:
             ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
     assert info.value.kind == "unavailable"
-    assert [r["outcome"] for r in calls(archive)] == ["api_error"]
+    assert [r["outcome"] for r in calls(archive)] == ["unavailable"]
 
 
 def test_paid_answers_are_recorded_at_once_from_any_thread(llm_env):
@@ -243,7 +250,7 @@ def test_paid_answers_are_recorded_at_once_from_any_thread(llm_env):
     assert all(r["cost_usd"] > 0 and r["outcome"] == "no_edit" for r in calls(archive))
 
 
-def test_an_api_that_refuses_every_call_stops_the_llm_operators_once_and_loudly(llm_env, caplog):
+def test_an_api_that_refuses_every_call_stops_the_llm_operators_at_once(llm_env):
     archive, run = llm_env
     with FakeAnthropic(lambda req, n: (401, error("authentication_error", "invalid x-api-key"), 0)) as server:
         ops, _ = operators(server, archive, run)
@@ -253,7 +260,7 @@ def test_an_api_that_refuses_every_call_stops_the_llm_operators_once_and_loudly(
         assert info.value.kind == "refused"
         assert not op.applies([PARENT], {})  # no more calls to an API that refuses them
         assert len(server.requests) == 1
-    assert "LLM operators are off for the rest of the run" in caplog.text
+    assert "ANTHROPIC_API_KEY" in str(info.value)  # what to fix
 
 
 def test_api_trouble_is_not_held_against_the_operator(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ import concurrent.futures as cf
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from evo.archive import records as stored
 from evo.archive.store import Archive
@@ -129,24 +130,37 @@ class Evaluator:
         return [lib for lib in self.cfg.libraries if any(lib not in h for h in have)]
 
     def evaluate(self, pairs: Iterable[tuple[Candidate, Shape]], *, meta: Callable[[Candidate], dict] | None = None,
-                 measure_libraries: bool = True) -> Iterator[Evaluation]:
+                 measure_libraries: bool = True, later: Iterable[cf.Future] = (),
+                 admit: Callable[[Any], list[tuple[Candidate, Shape]]] | None = None) -> Iterator[Evaluation]:
         """Evaluate each (candidate, shape); yields in completion order, each already archived.
 
         Every compile starts at once (on every core); a job reaches the GPU as soon as its
-        compile is done, so the GPU works while later candidates are still compiling."""
-        pairs = list(pairs)
+        compile is done, so the GPU works while later candidates are still compiling. `later`:
+        futures of work still being made (e.g. LLM answers); as each completes, `admit(its result)`
+        (called on this thread) gives the pairs it adds, which join the compiles at once."""
         by_future: dict[cf.Future, list[tuple[Candidate, Shape]]] = {}
-        for cand, shape in pairs:
-            by_future.setdefault(self.prepare(cand), []).append((cand, shape))
+
+        def add(new: Iterable[tuple[Candidate, Shape]]) -> None:
+            for cand, shape in new:
+                by_future.setdefault(self.prepare(cand), []).append((cand, shape))
+
+        add(pairs)
+        waiting = set(later)
         no_gpu: list[tuple[Evaluation, Candidate]] = []
 
         def jobs():
-            for fut in cf.as_completed(by_future):
-                prepared: Prepared = fut.result()
-                for cand, shape in by_future[fut]:
-                    job = self._job(cand, shape, prepared, meta, measure_libraries, no_gpu)
-                    if job:
-                        yield job
+            while by_future or waiting:
+                done, _ = cf.wait([*by_future, *waiting], return_when=cf.FIRST_COMPLETED)
+                for fut in done:
+                    if fut in waiting:
+                        waiting.discard(fut)
+                        add(admit(fut.result()) if admit else fut.result())
+                        continue
+                    prepared: Prepared = fut.result()
+                    for cand, shape in by_future.pop(fut):
+                        job = self._job(cand, shape, prepared, meta, measure_libraries, no_gpu)
+                        if job:
+                            yield job
 
         for job, reply in self.pool.run(jobs()):
             while no_gpu:
