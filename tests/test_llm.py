@@ -1,5 +1,4 @@
 """LLM operators through the real anthropic SDK against a local fake of the Messages API."""
-import re
 from collections import Counter
 
 import pytest
@@ -7,63 +6,13 @@ import pytest
 from evo.archive import Archive
 from evo.config import LLMConfig
 from evo.core.errors import ConfigError
-from evo.core.shapes import Shape
 from evo.evaluation.static_checks import check_source
-from evo.families import FAMILIES
 from evo.mutators.llm import build_llm_operators
 from evo.mutators.llm.edits import EditError, apply_answer
 from evo.mutators.llm.operator import OperatorFailure
 from evo.mutators.policy import OperatorPolicy
-from tests.fake_anthropic import FakeAnthropic, error, message, prompt_of, source_in
-
-PARENT = FAMILIES["ampere"].candidate(dict(FAMILIES["ampere"].default, STAGES=2))
-SHAPE = Shape(1024, 1024, 1024)
-
-
-def edit(search: str, replace: str) -> str:
-    return f"Here is the change.\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
-
-
-def deepen(prompt: str) -> str:
-    """A real edit: two more pipeline stages, with the shared-memory declaration kept consistent."""
-    src = source_in(prompt)
-    found = re.search(r"#define STAGES (\d+)", src)
-    if not found:
-        return "This kernel has no multi-stage pipeline to deepen."
-    stages = int(found.group(1))
-    smem = int(re.search(r"// @evo smem     = (\d+)", src).group(1))
-    new = stages + 1
-    if smem // stages * new > 232448:
-        return "No room in shared memory for another stage."
-    return (edit(f"#define STAGES {stages}", f"#define STAGES {new}")
-            + edit(f"// @evo smem     = {smem}", f"// @evo smem     = {smem // stages * new}"))
-
-
-@pytest.fixture
-def llm_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    archive = Archive.open(tmp_path / "llm.sqlite")
-    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
-    return archive, run
-
-
-def llm_config(**cfg) -> LLMConfig:
-    """llm=anthropic as composed from conf/ (with its price table), with these settings."""
-    from dataclasses import replace
-
-    from evo.cli.hydra_app import compose
-    return replace(compose(["llm=anthropic"])[0].llm, **cfg)
-
-
-def operators(server, archive, run, **cfg):
-    c = llm_config(base_url=server.url, max_retries=cfg.pop("max_retries", 2), timeout_s=cfg.pop("timeout_s", 10),
-                   prompts=cfg.pop("prompts", ["deepen_pipeline"]), **cfg)
-    ops, note = build_llm_operators(c, archive=archive, run_id=run, preflight=False)
-    return ops, note
-
-
-def calls(archive):
-    return list(archive.db.query("select * from llm_calls order by id"))
+from tests.fake_anthropic import FakeAnthropic, error, message, prompt_of
+from tests.llm_helpers import PARENT, SHAPE, calls, deepen, edit, operators
 
 
 def test_rate_limit_then_success_makes_a_child(llm_env):

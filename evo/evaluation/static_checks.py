@@ -144,7 +144,8 @@ def check_source(source: str) -> list[Rejection]:
         expected = [_normalise_param(p) for p in _ABI_PARAMS] + [_TMA_PARAM] * n_tma
         if got != expected:
             rejections.append(Rejection(
-                "abi", "signature mismatch: hgemm's parameters must be (const half* A, const half* B, half* C, int M, int N, int K)"
+                "abi", "signature mismatch: hgemm's parameters must be "
+                "(const half* A, const half* B, half* C, int M, int N, int K)"
                 + (f" followed by {n_tma} 'const __grid_constant__ CUtensorMap' (one per declared tma)" if n_tma else "")
                 + f"; found ({entries[0].group(1).strip()})", _line_of(code, entries[0].start())))
     return rejections

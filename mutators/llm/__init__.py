@@ -13,7 +13,7 @@ from typing import Any
 
 from evo.config import LLMConfig
 from evo.core.errors import ConfigError
-from evo.mutators.llm.client import LLMCallError, Request
+from evo.mutators.llm.client import PREFLIGHT, LLMCallError, Request
 from evo.mutators.llm.operator import LLMOperator, OperatorFailure
 from evo.mutators.llm.prompts import load_templates
 
@@ -43,11 +43,11 @@ def build_llm_operators(cfg: LLMConfig, *, archive=None, run_id: int | None = No
             raise ConfigError("llm=anthropic needs ANTHROPIC_API_KEY in the environment (or use llm=none)")
         from evo.mutators.llm.client import AnthropicClient
         client: Any = AnthropicClient(cfg)
-        if cfg.preflight if preflight is None else preflight:
-            _preflight(client, recorder)
     else:
         from evo.mutators.llm.replay import ReplayClient
         client = ReplayClient(cfg)
+    if cfg.preflight if preflight is None else preflight:
+        _preflight(client, recorder)
     templates = load_templates(cfg.prompts)
     ops = {f"llm:{t.name}": LLMOperator(t, client, recorder, edit_format=cfg.edit_format) for t in templates}
     note = (f"LLM operators on ({backend}, model {cfg.model}, budget ${cfg.budget_usd:g}, "
@@ -61,11 +61,14 @@ def _preflight(client, recorder) -> None:
     except LLMCallError as e:
         raise LLMRefused(f"the Messages API refused a first test call: {e}") from None
     if reply is None:
+        if getattr(client, "replayed", False):
+            return
         log.warning("the Messages API could not be reached for a first test call; the search starts anyway and "
                     "each LLM call is retried within llm.timeout_s")
         return
-    recorder.record(operator="preflight", model=reply.model, outcome="preflight", stop_reason=reply.stop_reason,
-                    input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, cost_usd=reply.cost_usd)
+    recorder.record(operator="preflight", model=reply.model, prompt_hash=PREFLIGHT, occurrence=0, outcome="preflight",
+                    stop_reason=reply.stop_reason, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
+                    cost_usd=reply.cost_usd, replayed=int(reply.replayed))
 
 
 def refusal(failures: list[OperatorFailure]) -> LLMRefused | None:

@@ -16,6 +16,7 @@ from evo.config import LLMConfig
 from evo.core.errors import EvoError
 from evo.mutators.llm.prices import cost_usd, require_price
 
+PREFLIGHT = "preflight"  # the prompt hash of the test call before a run (replay repeats its cost)
 CHARS_PER_TOKEN = 3.5  # rough size of source code in tokens, for the cacheable-prefix check
 
 
@@ -25,9 +26,9 @@ class LLMCallError(EvoError):
     "refused" (authentication, permission, unknown model, a rejected request: every later call
     would fail the same way, so the run stops; the message says what to fix)."""
 
-    def __init__(self, message: str, kind: str = "unavailable"):
+    def __init__(self, message: str, kind: str = "unavailable", *, replayed: bool = False):
         super().__init__(message)
-        self.kind = kind
+        self.kind, self.replayed = kind, replayed
 
 
 #: HTTP statuses that will not go away by asking again, and what to fix

@@ -92,7 +92,7 @@ class LLMOperator:
         try:
             reply = self.client.complete(req)
         except LLMCallError as e:
-            self.recorder.record(**row, outcome=e.kind, error=str(e))
+            self.recorder.record(**row, outcome=e.kind, error=str(e), replayed=int(e.replayed))
             if e.kind == "refused" and not getattr(self.client, "refused", None):
                 self.client.refused = str(e)
             raise OperatorFailure(str(e), e.kind) from None

@@ -10,10 +10,12 @@ import threading
 
 from evo.config import LLMConfig
 from evo.core.errors import ConfigError
-from evo.mutators.llm.client import LLMCallError, Reply, Request
+from evo.mutators.llm.client import PREFLIGHT, LLMCallError, Reply, Request
 
 
 class ReplayClient:
+    replayed = True  # its answers cost nothing now; their recorded cost still counts against the budget
+
     def __init__(self, cfg: LLMConfig):
         from evo.archive import Archive
         from evo.archive.llm_calls import recorded_calls
@@ -28,15 +30,24 @@ class ReplayClient:
                               + (f" of run {cfg.replay_run}" if cfg.replay_run is not None else ""))
         self._lock = threading.Lock()
 
+    def preflight(self) -> Reply | None:
+        """The recorded run's test call, if it made one (its cost counts again, as all replayed costs do)."""
+        row = self.calls.get((PREFLIGHT, 0))
+        return self._reply(row) if row else None
+
     def complete(self, req: Request) -> Reply:
         with self._lock:
             row = self.calls.get((req.hash, req.occurrence))
         if row is None:
             raise LLMCallError(f"replay: run {self.run_id} of {self.cfg.replay_from} has no answer to this prompt "
-                               f"(occurrence {req.occurrence}): the replayed run has left the recorded one")
+                               f"(occurrence {req.occurrence}): the replayed run has left the recorded one",
+                               replayed=True)
         if row["response"] is None:  # a recorded failure fails again, the same way
             raise LLMCallError(row["error"] or "recorded failure", "refused" if row["outcome"] == "refused"
-                               else "unavailable")
-        return Reply(row["response"], row["model"] or self.cfg.model, row["stop_reason"],
+                               else "unavailable", replayed=True)
+        return self._reply(row)
+
+    def _reply(self, row: dict) -> Reply:
+        return Reply(row["response"] or "", row["model"] or self.cfg.model, row["stop_reason"],
                      row["input_tokens"] or 0, row["output_tokens"] or 0, row["cache_write_tokens"] or 0,
                      row["cache_read_tokens"] or 0, row["cost_usd"] or 0.0, 0.0, replayed=True)
