@@ -13,13 +13,6 @@ from tests.fake_anthropic import FakeAnthropic, error, message, prompt_of
 from tests.llm_helpers import PARENT, SHAPE, calls, deepen, llm_config, operators, search_overrides
 
 
-@pytest.fixture
-def llm_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    archive = Archive.open(tmp_path / "llm.sqlite")
-    return archive, archive.start_run(kind="test", config={}, seed=0, backend="simulated")
-
-
 def test_the_same_prompt_replays_its_answers_in_order_failures_included(llm_env):
     """A prompt that first failed and later succeeded replayed the later answer at the first call."""
     archive, run = llm_env
