@@ -1,6 +1,7 @@
 """Shared pieces of the LLM tests: operators and searches against the local fake Messages API."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 
@@ -36,9 +37,14 @@ def deepen(prompt: str, note: str = "") -> str:
             + edit(f"// @evo smem     = {smem}", f"// @evo smem     = {smem // stages * new}"))
 
 
+@functools.cache
+def _anthropic() -> LLMConfig:
+    return compose(["llm=anthropic"])[0].llm
+
+
 def llm_config(**cfg) -> LLMConfig:
     """llm=anthropic as composed from conf/ (with its price table), with these settings."""
-    return replace(compose(["llm=anthropic"])[0].llm, **cfg)
+    return replace(_anthropic(), **cfg)
 
 
 def operators(server, archive, run, preflight=False, **cfg):
