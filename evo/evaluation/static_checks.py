@@ -129,10 +129,10 @@ def check_source(source: str) -> list[Rejection]:
     entries = list(_ENTRY.finditer(code))
     other = _ANY_ENTRY.search(code) if not entries else None
     if other:  # defined, but not as the ABI says: a signature mismatch, not a missing entry point
-        found = " ".join(f"{other.group(1).strip()} {ENTRY_POINT}({other.group(2).strip()})".split())
+        written = " ".join(f"{other.group(1).strip()} {ENTRY_POINT}({other.group(2).strip()})".split())
         rejections.append(Rejection("abi", f'signature mismatch: {ENTRY_POINT} must be declared extern "C" __global__ '
                                            f"void {ENTRY_POINT}(const half* A, const half* B, half* C, int M, int N, "
-                                           f"int K); found {found!r}", _line_of(code, other.start(2))))
+                                           f"int K); found {written!r}", _line_of(code, other.start(2))))
     elif not entries:
         rejections.append(Rejection("abi", 'the entry point is missing: define extern "C" __global__ void '
                                            "hgemm(const half* A, const half* B, half* C, int M, int N, int K)"))

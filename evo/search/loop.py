@@ -15,6 +15,9 @@ import logging
 import math
 import random
 import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from evo.archive import Archive
 from evo.archive.elites import cell_of, elites, offer
@@ -211,15 +214,19 @@ class Search:
                     p.parents, self.rng, shape=p.shape, info=self._info(p.parents, p.shape)))
         return calls
 
-    def _llm_call(self, p: Plan):
+    def _llm_call(self, p: Plan) -> Callable[[], Plan]:
         """Render p's request now; the returned callable asks the model and settles p."""
-        op = self.operators[p.operator]
+        op: Any = self.operators[p.operator]
         try:
             req = op.request(p.parents, p.shape, self._info(p.parents, p.shape))
-        except Exception as e:  # noqa: BLE001 - settled below as a failed use
-            error = e
-            return lambda: self._settle(p, lambda: _raise(error)) or p
-        return lambda: self._settle(p, lambda: op.answer(req, p.parents)) or p
+            make = lambda: op.answer(req, p.parents)  # noqa: E731
+        except Exception as e:  # settled on the call's thread as a failed use, like any other
+            make = partial(_raise, e)
+
+        def call() -> Plan:
+            self._settle(p, make)
+            return p
+        return call
 
     def _settle(self, p: Plan, make) -> None:
         """p's child, or why there is none: any exception is a failed use of the operator, never the run's."""
@@ -244,12 +251,12 @@ class Search:
         plans = [self._plan(isl) for isl in self.islands if isl.members for _ in range(per_island)]
         known_before = set(self.known)
         calls = self._make_children(plans)
-        ready = [p for p in plans if p.candidate]  # structural children; LLM children join as they come
-        for p in ready:
-            self.candidates.setdefault(p.candidate.id, p.candidate)
-            self.ev.prepare(p.candidate)
-        island_of = {p.candidate.id: p.island for p in ready}
-        results = self._evaluate([(p.candidate, p.shape) for p in ready], island_of=island_of, later=calls)
+        ready = [(p.candidate, p) for p in plans if p.candidate]  # structural; LLM children join as they come
+        for cand, _ in ready:
+            self.candidates.setdefault(cand.id, cand)
+            self.ev.prepare(cand)
+        island_of = {cand.id: p.island for cand, p in ready}
+        results = self._evaluate([(cand, p.shape) for cand, p in ready], island_of=island_of, later=calls)
         refused = [p.failure for p in plans if p.failure_kind == "refused"]
         if refused:  # every later call would be refused too: stop, saying what to fix
             raise LLMRefused(f"the Messages API refuses the run's calls: {refused[0]}; fix that, then `evo resume`")
@@ -344,7 +351,7 @@ class Search:
                  f"| failures: {fails}")
 
 
-def _raise(error: Exception):
+def _raise(error: Exception) -> Candidate:
     raise error
 
 

@@ -153,12 +153,13 @@ class AnthropicClient:
         if not isinstance(content, list) or u is None:  # e.g. a proxy's HTML page with status 200
             raise LLMCallError(f"the API answered with something that is not a message ({type(msg).__name__}: "
                                f"{str(msg)[:200]!r}); check llm.base_url and any proxy between")
-        tokens = {"input_tokens": u.input_tokens or 0, "output_tokens": u.output_tokens or 0,
-                  "cache_write_tokens": getattr(u, "cache_creation_input_tokens", 0) or 0,
-                  "cache_read_tokens": getattr(u, "cache_read_input_tokens", 0) or 0}
+        tokens: dict[str, int] = {"input_tokens": u.input_tokens or 0, "output_tokens": u.output_tokens or 0,
+                                  "cache_write_tokens": getattr(u, "cache_creation_input_tokens", 0) or 0,
+                                  "cache_read_tokens": getattr(u, "cache_read_input_tokens", 0) or 0}
         text = "".join(getattr(b, "text", "") for b in content if getattr(b, "type", "") == "text")
         return Reply(text, getattr(msg, "model", None) or self.cfg.model, getattr(msg, "stop_reason", None),
-                     cost_usd=cost_usd(self.price, **tokens), latency_s=latency_s, **tokens)
+                     tokens["input_tokens"], tokens["output_tokens"], tokens["cache_write_tokens"],
+                     tokens["cache_read_tokens"], cost_usd(self.price, **tokens), latency_s)
 
     def preflight(self) -> Reply | None:
         """One tiny call (max_tokens=1) with the run's key and model, before any work: a refusal is an

@@ -15,7 +15,8 @@ def price_of(cfg: LLMConfig) -> LLMPrice | None:
     own = [getattr(cfg, k) for k in _OWN]
     if all(v is not None for v in own):
         listed = _listed(cfg)
-        return LLMPrice(*own, min_cache_tokens=listed.min_cache_tokens if listed else 1024)
+        return LLMPrice(in_per_mtok=own[0], out_per_mtok=own[1], cache_write_per_mtok=own[2],
+                        cache_read_per_mtok=own[3], min_cache_tokens=listed.min_cache_tokens if listed else 1024)
     if any(v is not None for v in own):
         missing = ", ".join(f"llm.{k}" for k, v in zip(_OWN, own) if v is None)
         raise ConfigError(f"a price of your own needs all four llm.price_*_per_mtok settings: {missing} missing")
