@@ -1,12 +1,12 @@
 """Fail fast: a key, model or request the API refuses stops the run with one line saying what to fix,
-checked by a tiny call before the first generation; a spent budget is announced."""
+checked by a tiny call before the first generation. (A spent budget: tests/test_llm_replay.py.)"""
 import pytest
 
 from evo.archive import Archive
 from evo.cli.hydra_app import compose
 from evo.mutators.llm import LLMRefused, build_llm_operators
-from tests.fake_anthropic import FakeAnthropic, error, message, prompt_of
-from tests.llm_helpers import calls, deepen, llm_config, operators, search_overrides
+from tests.fake_anthropic import FakeAnthropic, error, message
+from tests.llm_helpers import calls, llm_config, operators, search_overrides
 
 
 @pytest.mark.parametrize("status, kind, fix", [
@@ -59,32 +59,3 @@ def test_without_a_known_price_a_budget_cannot_be_kept(llm_env):
     from evo.core.errors import ConfigError
     with pytest.raises(ConfigError, match=r"llm.model=claude-new-1 has no price.*llm.price_in_per_mtok"):
         build_llm_operators(llm_config(model="claude-new-1"))
-
-
-def test_the_budget_is_announced_and_the_search_goes_on_without_llm_operators(monkeypatch, tmp_path, caplog):
-    """After the budget was spent only change_family applied to LLM-made kernels; now every plan uses an
-    operator that applies to its parent, and the LLM operators are never chosen again."""
-    import logging
-
-    from evo.search import run_search
-    from evo.search.loop import Search
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    plans = []
-    original = Search._make_children
-
-    def watch(self, ps):
-        plans.append([(p.operator, self.operators[p.operator].applies(p.parents, self._info(p.parents, p.shape)),
-                       any(op.recorder.exhausted() for op in self.operators.values() if hasattr(op, "recorder")))
-                      for p in ps if p.operator])
-        return original(self, ps)
-
-    monkeypatch.setattr(Search, "_make_children", watch)
-    with FakeAnthropic(lambda req, n: (200, message(deepen(prompt_of(req), str(n)), input_tokens=10_000), 0)) as server, \
-            caplog.at_level(logging.WARNING):
-        c, raw = compose(search_overrides(server, tmp_path / "b.sqlite", "llm.prompts=[deepen_pipeline]",
-                                          "llm.budget_usd=0.05", "search.max_evaluations=20",
-                                          "search.children_per_island=4", "llm.preflight=false"))
-        run_search(c, raw)
-    assert caplog.text.count("the LLM budget of $0.05 is spent") == 1
-    after = [p for generation in plans for p in generation if p[2]]
-    assert after and all(not op.startswith("llm:") and applies for op, applies, _ in after)

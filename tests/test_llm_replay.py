@@ -50,10 +50,23 @@ def decisions(path, run_id):
 
 
 def test_a_replayed_run_that_hit_its_budget_makes_the_same_decisions(monkeypatch, tmp_path, caplog):
-    """Replayed calls cost $0, so a run that stopped at its budget went on far past it on replay."""
+    """Replayed calls cost $0, so a run that stopped at its budget went on far past it on replay. And
+    the spent budget is announced once; after it only operators that apply to their parent are used
+    (only change_family applied to LLM-made kernels), never an LLM operator."""
     from evo.search import run_search
+    from evo.search.loop import Search
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     seen: Counter = Counter()
+    plans = []
+    make_children = Search._make_children
+
+    def watch(self, ps):  # each plan: operator, whether it applies to its parent, whether the budget was spent
+        spent = any(op.recorder.exhausted() for op in self.operators.values() if hasattr(op, "recorder"))
+        plans.extend((p.operator, self.operators[p.operator].applies(p.parents, self._info(p.parents, p.shape)),
+                      spent) for p in ps if p.operator)
+        return make_children(self, ps)
+
+    monkeypatch.setattr(Search, "_make_children", watch)
 
     def behaviour(req, n):
         prompt = prompt_of(req)
@@ -71,7 +84,9 @@ def test_a_replayed_run_that_hit_its_budget_makes_the_same_decisions(monkeypatch
     with FakeAnthropic(behaviour) as server, caplog.at_level(logging.WARNING):
         c, raw = compose(search_overrides(server, tmp_path / "original.sqlite", *common))
         original = run_search(c, raw)
-    assert "the LLM budget of $0.03 is spent" in caplog.text
+    assert caplog.text.count("the LLM budget of $0.03 is spent") == 1
+    after = [(op, applies) for op, applies, spent in plans if spent]
+    assert after and all(not op.startswith("llm:") and applies for op, applies in after)
     first = decisions(original.archive, original.run_id)
     outcomes = Counter(o for _, _, o, _, _ in first[1])
     assert outcomes["unavailable"] and outcomes["child"] and outcomes["no_edit"]
