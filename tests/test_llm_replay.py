@@ -79,12 +79,13 @@ def test_a_replayed_run_that_hit_its_budget_makes_the_same_decisions(monkeypatch
             return 200, message(deepen(prompt, f"answer {n}")), 0
         return 200, message("Retiling would not help here."), 0
 
-    common = ["llm.prompts=[deepen_pipeline,retile]", "search.max_evaluations=36", "search.children_per_island=4",
-              "llm.budget_usd=0.03", "search.seed=5"]  # each call $0.006: the budget runs out in generation 2
+    common = ["llm.prompts=[deepen_pipeline,retile]", "search.max_evaluations=28", "search.children_per_island=4",
+              "mutator.structural=[mutate_one,mutate_many]",
+              "llm.budget_usd=0.02", "search.seed=5"]  # each call $0.006: the budget runs out in a few generations
     with FakeAnthropic(behaviour) as server, caplog.at_level(logging.WARNING):
         c, raw = compose(search_overrides(server, tmp_path / "original.sqlite", *common))
         original = run_search(c, raw)
-    assert caplog.text.count("the LLM budget of $0.03 is spent") == 1
+    assert caplog.text.count("the LLM budget of $0.02 is spent") == 1
     after = [(op, applies) for op, applies, spent in plans if spent]
     assert after and all(not op.startswith("llm:") and applies for op, applies in after)
     first = decisions(original.archive, original.run_id)
