@@ -206,13 +206,15 @@ class Search:
         """Apply the operators: LLM requests rendered in plan order (from what earlier generations
         left in the archive) and each sent on a thread of its own; structural operators in plan
         order (they draw from the RNG). Returns the LLM plans' futures, each resolving to its plan."""
-        requests = [(p, self._llm_call(p)) for p in plans if p.operator.startswith("llm:")]
-        calls = [in_background(call) for _, call in requests]
+        # every prompt is rendered before any call starts: an answer arriving meanwhile must not
+        # change a later prompt (replay and resume need the same prompts for the same state)
+        calls = [self._llm_call(p) for p in plans if p.operator.startswith("llm:")]
+        futures = [in_background(call) for call in calls]
         for p in plans:
             if p.operator and not p.operator.startswith("llm:"):
                 self._settle(p, lambda p=p: self.operators[p.operator].apply(
                     p.parents, self.rng, shape=p.shape, info=self._info(p.parents, p.shape)))
-        return calls
+        return futures
 
     def _llm_call(self, p: Plan) -> Callable[[], Plan]:
         """Render p's request now; the returned callable asks the model and settles p."""
