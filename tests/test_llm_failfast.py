@@ -55,7 +55,14 @@ def test_a_refusal_during_the_search_stops_the_run(monkeypatch, tmp_path):
     assert asked <= 1 + 3  # the preflight and one generation's calls: no more work wasted
 
 
-def test_without_a_known_price_a_budget_cannot_be_kept(llm_env):
+def test_without_a_known_price_a_budget_cannot_be_kept(llm_env, tmp_path):
+    """An unknown model fell back to one price (which could under-count spending several-fold)."""
     from evo.core.errors import ConfigError
+    from evo.search import run_search
     with pytest.raises(ConfigError, match=r"llm.model=claude-new-1 has no price.*llm.price_in_per_mtok"):
         build_llm_operators(llm_config(model="claude-new-1"))
+    c, raw = compose(["evaluator=simulated", "llm=anthropic", "llm.model=claude-new-1",
+                      f"archive.path={tmp_path / 'p.sqlite'}"])
+    with pytest.raises(ConfigError, match="has no price"):
+        run_search(c, raw)
+    assert not (tmp_path / "p.sqlite").exists()  # refused before any run was recorded

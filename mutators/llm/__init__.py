@@ -59,12 +59,12 @@ def _preflight(client, recorder) -> None:
     try:
         reply = client.preflight()
     except LLMCallError as e:
-        raise LLMRefused(f"the Messages API refused a first test call: {e}") from None
-    if reply is None:
-        if getattr(client, "replayed", False):
-            return
-        log.warning("the Messages API could not be reached for a first test call; the search starts anyway and "
-                    "each LLM call is retried within llm.timeout_s")
+        if e.kind == "refused":
+            raise LLMRefused(f"the Messages API refused a first test call: {e}") from None
+        log.warning(f"a first test call to the Messages API failed ({e}); the search starts anyway and each LLM "
+                    f"call is retried within llm.timeout_s")
+        return
+    if reply is None:  # replay of a run that made no test call
         return
     recorder.record(operator="preflight", model=reply.model, prompt_hash=PREFLIGHT, occurrence=0, outcome="preflight",
                     stop_reason=reply.stop_reason, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,

@@ -161,25 +161,21 @@ class AnthropicClient:
                      tokens["input_tokens"], tokens["output_tokens"], tokens["cache_write_tokens"],
                      tokens["cache_read_tokens"], cost_usd(self.price, **tokens), latency_s)
 
-    def preflight(self) -> Reply | None:
-        """One tiny call (max_tokens=1) with the run's key and model, before any work: a refusal is an
-        LLMCallError("refused") saying what to fix; an API that cannot be reached now returns None."""
+    def preflight(self) -> Reply:
+        """One tiny call (max_tokens=1) with the run's key and model, before any work. LLMCallError:
+        "refused" says what to fix; "unavailable" (the API cannot be reached now) says why."""
         try:
             msg = self.client.messages.create(model=self.cfg.model, max_tokens=1,
                                               messages=[{"role": "user", "content": "ping"}],
                                               timeout=min(60.0, self.cfg.timeout_s))
         except self._sdk.APIStatusError as e:
             status = getattr(e, "status_code", 0)
-            if status in REFUSALS:
-                raise LLMCallError(f"{REFUSALS[status]} ({type(e).__name__} {status}: {str(e)[:300]})",
-                                   "refused") from None
-            return None
-        except Exception:
-            return None
-        try:
-            return self.reply(msg, 0.0)
-        except LLMCallError:
-            return None
+            kind = "refused" if status in REFUSALS else "unavailable"
+            raise LLMCallError(f"{REFUSALS.get(status, 'the API could not answer')} "
+                               f"({type(e).__name__} {status}: {str(e)[:300]})", kind) from None
+        except Exception as e:
+            raise LLMCallError(f"{type(e).__name__}: {str(e)[:300]}") from None
+        return self.reply(msg, 0.0)
 
 
 class _Retry(Exception):
