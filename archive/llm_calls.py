@@ -40,15 +40,21 @@ def recorded_calls(a: Archive, run_id: int | None = None) -> tuple[int | None, d
     return run_id, calls
 
 
-def recent_failures(a: Archive, parent_id: str, limit: int = 3) -> list[dict]:
-    """The newest failed attempts on a parent: LLM answers without a usable edit, and children that
-    failed their evaluation. Each: operator, what (outcome or status), error, at."""
+def recent_failures(a: Archive, run_id: int | None, parent_id: str, *, before_generation: int | None = None,
+                    limit: int = 3) -> list[dict]:
+    """A run's newest failed attempts on a parent: LLM answers without a usable edit, and children
+    that failed their evaluation. Each: operator, what (outcome or status), error, generation.
+    Only generations before `before_generation` when given, ordered by generation and then by
+    content, never by clock: the same history gives the same list (replay relies on it)."""
+    before = before_generation if before_generation is not None else 2**62
     return list(a.db.query(
         """select * from (
-             select operator, outcome as what, error, created_at as at from llm_calls
-               where parent_id = ? and outcome in ('no_edit', 'truncated')
+             select operator, outcome as what, error, generation from llm_calls
+               where run_id is ? and parent_id = ? and outcome in ('no_edit', 'truncated')
+                 and coalesce(generation, -1) < ?
              union all
-             select e.operator, e.status as what, e.error, e.created_at as at from lineage l
-               join evaluations e on e.kernel_id = l.child
-               where l.parent = ? and e.status != 'ok')
-           order by at desc limit ?""", [parent_id, parent_id, limit]))
+             select e.operator, e.status as what, e.error, e.generation from lineage l
+               join evaluations e on e.kernel_id = l.child and e.run_id is l.run_id
+               where l.run_id is ? and l.parent = ? and e.status != 'ok' and coalesce(e.generation, -1) < ?)
+           order by generation desc, operator, what, error limit ?""",
+        [run_id, parent_id, before, run_id, parent_id, before, limit]))

@@ -8,10 +8,10 @@ from tests.llm_helpers import PARENT, SHAPE, operators
 OTHER = Shape(512, 2048, 1024)
 
 
-def rendered(archive, run, shape):
+def rendered(archive, run, shape, generation=None):
     with FakeAnthropic(lambda req, n: (200, message("no edit"), 0)) as server:
         ops, _ = operators(server, archive, run)
-        req = ops["llm:deepen_pipeline"].request([PARENT], shape, {})
+        req = ops["llm:deepen_pipeline"].request([PARENT], shape, {}, generation=generation)
     return req.text
 
 
@@ -26,16 +26,19 @@ def test_a_prompt_says_where_the_parent_was_measured_and_what_failed_on_it(llm_e
     assert "Earlier attempts" not in text
 
     archive.insert("llm_calls", {"run_id": run, "operator": "llm:retile", "parent_id": PARENT.id, "outcome": "no_edit",
-                                 "error": "edit 1: the SEARCH text does not occur in the parent", "created_at": "1"})
+                                 "error": "edit 1: the SEARCH text does not occur in the parent", "generation": 1})
     archive.insert("lineage", {"child": "c" * 64, "parent": PARENT.id, "run_id": run, "operator": "llm:registers"})
     archive.insert("evaluations", {"run_id": run, "kernel_id": "c" * 64, "M": 1024, "N": 1024, "K": 1024,
                                    "status": "compile_error", "error": "identifier 'x' is undefined",
-                                   "operator": "llm:registers", "created_at": "2"})
+                                   "operator": "llm:registers", "generation": 2})
     text = rendered(archive, run, SHAPE)
     failures = text[text.index("Earlier attempts on this parent that failed"):]
     assert failures.index("llm:registers: compile_error: identifier 'x' is undefined") \
         < failures.index("llm:retile: no_edit: edit 1: the SEARCH text does not occur")  # newest first
     assert text.startswith("Parent kernel:\n```cuda\n")  # the stable part first, for the cache
+    # a prompt of generation 2 shows what failed before it: the same history, the same prompt
+    earlier = rendered(archive, run, SHAPE, generation=2)
+    assert "llm:retile: no_edit" in earlier and "compile_error" not in earlier
 
 
 def test_a_changed_signature_is_named_a_signature_mismatch():

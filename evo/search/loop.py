@@ -220,7 +220,7 @@ class Search:
         """Render p's request now; the returned callable asks the model and settles p."""
         op: Any = self.operators[p.operator]
         try:
-            req = op.request(p.parents, p.shape, self._info(p.parents, p.shape))
+            req = op.request(p.parents, p.shape, self._info(p.parents, p.shape), generation=self.state.generation)
             make = lambda: op.answer(req, p.parents)  # noqa: E731
         except Exception as e:  # settled on the call's thread as a failed use, like any other
             make = partial(_raise, e)

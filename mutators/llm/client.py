@@ -55,6 +55,7 @@ class Request:
     variable: str
     parent_id: str = ""
     occurrence: int = 0  # how many times this prompt was asked before in the run (replay matches on it)
+    generation: int | None = None  # the search generation that asks
 
     @property
     def text(self) -> str:

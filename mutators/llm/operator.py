@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+from dataclasses import replace
 from importlib import resources
 
 from evo.archive import queries
@@ -62,9 +63,11 @@ class LLMOperator:
         failed = outcome is not None and str(outcome.status) != "ok"
         return {"ok": not failed, "failed": failed, "any": True}[self.template.applies_to]
 
-    def render(self, parents: list[Candidate], shape: Shape, info: dict) -> tuple[str, str]:
+    def render(self, parents: list[Candidate], shape: Shape, info: dict, *,
+               generation: int | None = None) -> tuple[str, str]:
         """(stable, variable): the parent's source, which every prompt about this parent starts with
-        (cached after the system text), then this operator's instruction and what was measured."""
+        (cached after the system text), then this operator's instruction, what was measured, and
+        what failed on the parent before this generation."""
         archive = self.recorder.archive
         describe = [_describe(archive, p.id, shape, info.get(p.id)) for p in parents]
         context = {"M": shape.M, "N": shape.N, "K": shape.K, "shape": str(shape),
@@ -75,20 +78,20 @@ class LLMOperator:
                    "edit_rules": EDIT_RULES[self.edit_format]}
         stable = f"Parent kernel:\n```cuda\n{parents[0].source.rstrip()}\n```"
         variable = f"Operator: {self.template.name}\n\n" + self.template.render(**context)
-        failures = _failures(archive, parents[0].id)
+        failures = _failures(archive, self.recorder.run_id, parents[0].id, generation)
         if failures:
             variable += "\n\nEarlier attempts on this parent that failed (do not repeat them):\n" + failures
         return stable, variable
 
-    def request(self, parents: list[Candidate], shape: Shape, info: dict) -> Request:
-        stable, variable = self.render(parents, shape, info)
+    def request(self, parents: list[Candidate], shape: Shape, info: dict, *,
+                generation: int | None = None) -> Request:
+        stable, variable = self.render(parents, shape, info, generation=generation)
         req = Request(self.name, self.client.cfg.model, system_prompt(), stable, variable, parents[0].id)
-        return Request(req.operator, req.model, req.system, req.stable, req.variable, req.parent_id,
-                       self.recorder.next_occurrence(req.hash))
+        return replace(req, occurrence=self.recorder.next_occurrence(req.hash), generation=generation)
 
     def answer(self, req: Request, parents: list[Candidate]) -> Candidate:
         row = {"operator": self.name, "model": req.model, "prompt_hash": req.hash, "occurrence": req.occurrence,
-               "parent_id": req.parent_id, "system": req.system, "prompt": req.text}
+               "parent_id": req.parent_id, "generation": req.generation, "system": req.system, "prompt": req.text}
         try:
             reply = self.client.complete(req)
         except LLMCallError as e:
@@ -126,11 +129,12 @@ def _reply_columns(reply: Reply) -> dict:
             "cost_usd": reply.cost_usd, "latency_s": reply.latency_s, "replayed": int(reply.replayed)}
 
 
-def _failures(archive, parent_id: str) -> str:
+def _failures(archive, run_id: int | None, parent_id: str, generation: int | None) -> str:
     if archive is None:
         return ""
     return "\n".join(f"- {f['operator'] or '?'}: {f['what']}" + (f": {f['error'][:400]}" if f["error"] else "")
-                     for f in recent_failures(archive, parent_id, RECENT_FAILURES))
+                     for f in recent_failures(archive, run_id, parent_id, before_generation=generation,
+                                              limit=RECENT_FAILURES))
 
 
 def _describe(archive, kernel_id: str, shape: Shape, outcome) -> str:
