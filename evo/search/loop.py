@@ -1,7 +1,8 @@
 """`evo run` / `evo resume`: the island search with MAP-Elites cells by shape.
 
 One generation: on every island, parents are chosen by tournament, the operator policy picks an
-operator per child, children are compiled ahead on every core and evaluated on the GPU(s);
+operator per child, children are compiled ahead on every core and evaluated on the GPU(s) (a
+child from an LLM answer joins as soon as its answer is in: see evo.search.overlap);
 results go to the islands, the MAP-Elites cells (one per shape) and the policy. Every few
 generations elites are tried on neighbouring shapes (transfer) and the best individuals migrate
 between islands. The whole state (islands, policy, RNG, counters) is saved in the archive at the
