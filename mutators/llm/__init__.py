@@ -71,12 +71,4 @@ def _preflight(client, recorder) -> None:
                     cost_usd=reply.cost_usd, replayed=int(reply.replayed))
 
 
-def refusal(failures: list[OperatorFailure]) -> LLMRefused | None:
-    """The error that stops a run whose LLM calls were refused (the first refusal says what to fix)."""
-    refused = [f for f in failures if f.kind == "refused"]
-    return LLMRefused(f"the Messages API refuses the run's calls: {refused[0]}; fix that, then `evo resume`") \
-        if refused else None
-
-
-__all__ = ["build_llm_operators", "LLMOperator", "LLMRefused", "OperatorFailure", "Request", "load_templates",
-           "refusal"]
+__all__ = ["build_llm_operators", "LLMOperator", "LLMRefused", "OperatorFailure", "Request", "load_templates"]

@@ -153,7 +153,7 @@ def _describe(archive, kernel_id: str, shape: Shape, outcome) -> str:
             libs = library_times(archive, ev["gpu"], shape, ev["mode"])
             if libs:
                 lines.append("libraries: " + ", ".join(f"{lib} {ms * 1e3:.2f} us" for lib, ms in libs.items()))
-        else:
+        elif outcome is None:
             elsewhere = queries.measured_times(archive, kernel_id)
             lines.append(f"not measured on this shape ({shape}) yet"
                          + ("; measured at " + ", ".join(f"{s}: {ms * 1e3:.2f} us" for s, ms in
