@@ -17,10 +17,20 @@ def llm_spent(a: Archive, run_id: int) -> float:
     return float(row[0])
 
 
-def prompt_counts(a: Archive, run_id: int) -> dict[str, int]:
-    """prompt hash -> how many times the run has asked it (a resumed run goes on counting)."""
+def prompt_counts(a: Archive, run_id: int, *, before_generation: int | None = None) -> dict[str, int]:
+    """prompt hash -> how many times the run has asked it (before a generation, when given)."""
+    before = before_generation if before_generation is not None else 2**62
     return {r["prompt_hash"]: r["n"] for r in a.db.query(
-        "select prompt_hash, count(*) as n from llm_calls where run_id = ? group by prompt_hash", [run_id])}
+        "select prompt_hash, count(*) as n from llm_calls where run_id = ? and coalesce(generation, -1) < ? "
+        "group by prompt_hash", [run_id, before])}
+
+
+def answers_since(a: Archive, run_id: int, generation: int) -> dict[tuple[str, int], dict]:
+    """(prompt hash, occurrence) -> the answered calls of a run from a generation on (those of a
+    generation that was interrupted: a resumed run uses them again instead of paying twice)."""
+    return {(r["prompt_hash"], r["occurrence"]): r for r in a.db.query(
+        "select * from llm_calls where run_id = ? and generation >= ? and response is not null order by id",
+        [run_id, generation])}
 
 
 def recorded_calls(a: Archive, run_id: int | None = None) -> tuple[int | None, dict[tuple[str, int], dict]]:

@@ -79,6 +79,13 @@ class Reply:
     latency_s: float = 0.0
     replayed: bool = False
 
+    @classmethod
+    def from_row(cls, row: dict, model: str, *, replayed: bool) -> Reply:
+        """The answer an llm_calls row recorded."""
+        return cls(row["response"] or "", row["model"] or model, row["stop_reason"], row["input_tokens"] or 0,
+                   row["output_tokens"] or 0, row["cache_write_tokens"] or 0, row["cache_read_tokens"] or 0,
+                   row["cost_usd"] or 0.0, row["latency_s"] or 0.0, replayed)
+
 
 class AnthropicClient:
     def __init__(self, cfg: LLMConfig):

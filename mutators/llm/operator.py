@@ -92,10 +92,12 @@ class LLMOperator:
     def answer(self, req: Request, parents: list[Candidate]) -> Candidate:
         row = {"operator": self.name, "model": req.model, "prompt_hash": req.hash, "occurrence": req.occurrence,
                "parent_id": req.parent_id, "generation": req.generation, "system": req.system, "prompt": req.text}
+        kept = self.recorder.kept_answer(req.hash, req.occurrence)
+        record = self.recorder.record if kept is None else _recorded_already
         try:
-            reply = self.client.complete(req)
+            reply = self.client.complete(req) if kept is None else Reply.from_row(kept, req.model, replayed=False)
         except LLMCallError as e:
-            self.recorder.record(**row, outcome=e.kind, error=str(e), replayed=int(e.replayed))
+            record(**row, outcome=e.kind, error=str(e), replayed=int(e.replayed))
             if e.kind == "refused" and not getattr(self.client, "refused", None):
                 self.client.refused = str(e)
             raise OperatorFailure(str(e), e.kind) from None
@@ -103,15 +105,15 @@ class LLMOperator:
         if reply.stop_reason == "max_tokens":  # a cut answer is never applied, not even its complete edits
             error = (f"the answer was cut at llm.max_tokens={getattr(self.client.cfg, 'max_tokens', '?')} "
                      f"({reply.output_tokens} output tokens): nothing of it is applied; raise llm.max_tokens")
-            self.recorder.record(**row, outcome="truncated", error=error)
+            record(**row, outcome="truncated", error=error)
             raise OperatorFailure(error, "truncated")
         try:
             source = apply_answer(parents[0].source, reply.text, self.edit_format)
         except EditError as e:
-            self.recorder.record(**row, outcome="no_edit", error=str(e))
+            record(**row, outcome="no_edit", error=str(e))
             raise OperatorFailure(str(e)) from None
         child = Candidate.make(source, operator=self.name, parents=tuple(p.id for p in parents))
-        self.recorder.record(**row, outcome="child", kernel_id=child.id)
+        record(**row, outcome="child", kernel_id=child.id)
         return child
 
     def apply(self, parents: list[Candidate], rng: random.Random, *, shape: Shape, info: dict) -> Candidate:
@@ -120,6 +122,10 @@ class LLMOperator:
         if getattr(self.client, "refused", None):
             raise OperatorFailure(f"the API refuses calls: {self.client.refused}", "refused")
         return self.answer(self.request(parents, shape, info), parents)
+
+
+def _recorded_already(**row) -> None:
+    """An answer from before an interruption: its row (and its cost) is in the archive already."""
 
 
 def _reply_columns(reply: Reply) -> dict:

@@ -4,7 +4,8 @@ Each call is written the moment it is answered, from whichever thread made it, t
 connection of the recorder's own (SQLite serialises it with the search's writes), so a paid answer
 is never lost to a crash or Ctrl-C, and a resumed run counts what was spent. Spending the budget
 is announced once. Occurrences of each prompt are counted here (in plan order, by the search's
-thread) so that replay can match the n-th asking of a prompt to the n-th recorded answer.
+thread) so that replay can match the n-th asking of a prompt to the n-th recorded answer. A resumed
+run uses the answers of the generation that was interrupted again, instead of paying for them twice.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import logging
 import threading
 
 from evo.archive import Archive
-from evo.archive.llm_calls import add_llm_calls, llm_spent, prompt_counts
+from evo.archive.llm_calls import add_llm_calls, answers_since, llm_spent, prompt_counts
 from evo.archive.store import now
 
 log = logging.getLogger(__name__)
@@ -26,9 +27,18 @@ class Recorder:
         self._writer: Archive | None = None
         self.spent_usd = 0.0
         self.asked: dict[str, int] = {}
+        self.kept: dict[tuple[str, int], dict] = {}  # answers of an interrupted generation
         if archive is not None and run_id is not None:
             self.spent_usd = llm_spent(archive, run_id)
-            self.asked = prompt_counts(archive, run_id)
+            resume_at = (archive.get_state(run_id, "search") or {}).get("generation")
+            self.asked = prompt_counts(archive, run_id, before_generation=resume_at)
+            if resume_at is not None:
+                self.kept = answers_since(archive, run_id, resume_at)
+
+    def kept_answer(self, prompt_hash: str, occurrence: int) -> dict | None:
+        """The recorded (and paid, and counted) answer to this asking from before an interruption."""
+        with self._lock:
+            return self.kept.pop((prompt_hash, occurrence), None)
 
     def next_occurrence(self, prompt_hash: str) -> int:
         with self._lock:

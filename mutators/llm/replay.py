@@ -33,7 +33,7 @@ class ReplayClient:
     def preflight(self) -> Reply | None:
         """The recorded run's test call, if it made one (its cost counts again, as all replayed costs do)."""
         row = self.calls.get((PREFLIGHT, 0))
-        return self._reply(row) if row else None
+        return Reply.from_row(row, self.cfg.model, replayed=True) if row else None
 
     def complete(self, req: Request) -> Reply:
         with self._lock:
@@ -45,9 +45,4 @@ class ReplayClient:
         if row["response"] is None:  # a recorded failure fails again, the same way
             raise LLMCallError(row["error"] or "recorded failure", "refused" if row["outcome"] == "refused"
                                else "unavailable", replayed=True)
-        return self._reply(row)
-
-    def _reply(self, row: dict) -> Reply:
-        return Reply(row["response"] or "", row["model"] or self.cfg.model, row["stop_reason"],
-                     row["input_tokens"] or 0, row["output_tokens"] or 0, row["cache_write_tokens"] or 0,
-                     row["cache_read_tokens"] or 0, row["cost_usd"] or 0.0, 0.0, replayed=True)
+        return Reply.from_row(row, self.cfg.model, replayed=True)
