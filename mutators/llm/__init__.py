@@ -66,7 +66,8 @@ def _preflight(client, recorder) -> None:
         return
     if reply is None:  # replay of a run that made no test call
         return
-    recorder.record(operator="preflight", model=reply.model, prompt_hash=PREFLIGHT, occurrence=0, outcome="preflight",
+    recorder.record(operator="preflight", model=reply.model, prompt_hash=PREFLIGHT,
+                    occurrence=recorder.next_occurrence(PREFLIGHT), outcome="preflight",
                     stop_reason=reply.stop_reason, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
                     cost_usd=reply.cost_usd, replayed=int(reply.replayed))
 
