@@ -78,10 +78,33 @@ def failures(a: Archive, run_id: int) -> list[dict]:
 
 
 def llm_usage(a: Archive, run_id: int) -> list[dict]:
+    """Totals by operator and outcome; `cache_read_share`: cache-read tokens over all input tokens."""
     return list(a.db.query("""select operator, outcome, count(*) as calls, sum(input_tokens) as input_tokens,
                                      sum(output_tokens) as output_tokens, sum(cache_read_tokens) as cache_read_tokens,
+                                     sum(cache_write_tokens) as cache_write_tokens,
+                                     round(1.0 * sum(cache_read_tokens) / nullif(sum(input_tokens)
+                                           + sum(cache_read_tokens) + sum(cache_write_tokens), 0), 3)
+                                       as cache_read_share,
                                      round(sum(cost_usd), 4) as cost_usd, round(avg(latency_s), 2) as avg_latency_s
                               from llm_calls where run_id = ? group by operator, outcome order by operator""", [run_id]))
+
+
+def llm_call_list(a: Archive, run_id: int) -> list[dict]:
+    """Every call of a run, oldest first (without prompts and answers: `evo archive show` has those)."""
+    return list(a.db.query("""select id, operator, outcome, stop_reason, input_tokens, output_tokens,
+                                     cache_read_tokens, cache_write_tokens, round(cost_usd, 5) as cost_usd,
+                                     round(latency_s, 2) as latency_s, replayed, substr(kernel_id, 1, 12) as kernel,
+                                     substr(error, 1, 80) as error
+                              from llm_calls where run_id = ? order by id""", [run_id]))
+
+
+def measured_times(a: Archive, kernel_id: str) -> dict[Shape, float]:
+    """The newest ok time (ms) of a kernel at every shape it was measured at (any run)."""
+    times: dict[Shape, float] = {}
+    for r in a.db.query("select M, N, K, time_ms from evaluations where kernel_id = ? and status = 'ok' "
+                        "and time_ms is not null order by id", [kernel_id]):
+        times[Shape(r["M"], r["N"], r["K"])] = r["time_ms"]
+    return times
 
 
 def kernel_source(a: Archive, kernel_id: str) -> str:

@@ -80,9 +80,21 @@ def _v2_clocks(db: sqlite_utils.Database) -> None:
     db.execute("alter table evaluations add column cell_offer TEXT")
 
 
+def _v3_llm_calls(db: sqlite_utils.Database) -> None:
+    """LLM calls keep why the answer ended (`stop_reason`: end_turn, max_tokens, ...), which occurrence
+    of their prompt in the run they were (`occurrence`, 0-based: replay matches on prompt and
+    occurrence), the parent kernel they were about (`parent_id`: earlier failures on a parent are
+    shown in its next prompts) and the search generation that asked (`generation`)."""
+    db.execute("alter table llm_calls add column stop_reason TEXT")
+    db.execute("alter table llm_calls add column occurrence INTEGER")
+    db.execute("alter table llm_calls add column parent_id TEXT")
+    db.execute("alter table llm_calls add column generation INTEGER")
+
+
 #: The registry: migration i (1-based) takes an archive from version i-1 to version i.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("core tables", _v1_core),
     ("library clocks and cell offers", _v2_clocks),
+    ("llm call stop reasons, occurrences, parents and generations", _v3_llm_calls),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

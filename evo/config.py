@@ -63,19 +63,42 @@ class MutatorConfig:
 
 
 @dataclass
+class LLMPrice:
+    """USD per million tokens, and the smallest prompt prefix the model caches (tokens)."""
+    in_per_mtok: float = MISSING
+    out_per_mtok: float = MISSING
+    cache_write_per_mtok: float = MISSING
+    cache_read_per_mtok: float = MISSING
+    min_cache_tokens: int = 1024
+
+
+@dataclass
 class LLMConfig:
     backend: str = "auto"  # auto (anthropic if ANTHROPIC_API_KEY is set, else none) | none | anthropic | replay
     model: str = "claude-sonnet-5"
     temperature: Optional[float] = None  # None: the model's default (some models take no temperature)
-    max_tokens: int = 8000
+    # output tokens per answer, thinking included: a full rewrite of hopper.cu is about 5.6k tokens (see docs/llm.md)
+    max_tokens: int = 32000
+    thinking_budget: int = 0  # extended-thinking tokens (part of max_tokens); 0: no extended thinking
     budget_usd: float = 20.0
     concurrency: int = 4
-    timeout_s: float = 120.0
+    timeout_s: float = 600.0  # wall-clock limit of one call, retries and waits included
+    idle_timeout_s: float = 90.0  # no byte from the API for this long: the attempt is given up
     max_retries: int = 4
+    retry_after_cap_s: float = 30.0  # a longer retry-after is cut to this
     base_url: Optional[str] = None
     replay_from: Optional[str] = None  # archive whose recorded responses answer (llm=replay)
+    replay_run: Optional[int] = None  # run in replay_from whose calls answer (default: the last with calls)
     edit_format: str = "search_replace"  # search_replace | full
     prompts: list[str] = field(default_factory=list)  # empty: every template under mutators/prompts
+    preflight: bool = True  # one tiny call before the first generation checks key and model
+    prices_date: str = ""  # when the table below was taken from the vendor's price list
+    prices: dict[str, LLMPrice] = field(default_factory=dict)  # model -> price (conf/llm/_prices.yaml)
+    # the user's own price for a model not in the table (USD per million tokens); all four or none
+    price_in_per_mtok: Optional[float] = None
+    price_out_per_mtok: Optional[float] = None
+    price_cache_write_per_mtok: Optional[float] = None
+    price_cache_read_per_mtok: Optional[float] = None
 
 
 @dataclass
@@ -192,6 +215,14 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _at_least("llm.concurrency", c.llm.concurrency, 1)
     _at_least("llm.max_tokens", c.llm.max_tokens, 1)
     _at_least("llm.timeout_s", c.llm.timeout_s, 1)
+    _at_least("llm.idle_timeout_s", c.llm.idle_timeout_s, 1)
+    _at_least("llm.retry_after_cap_s", c.llm.retry_after_cap_s, 0)
+    _at_least("llm.max_retries", c.llm.max_retries, 0)
+    _at_least("llm.thinking_budget", c.llm.thinking_budget, 0)
+    if c.llm.thinking_budget and not 1024 <= c.llm.thinking_budget < c.llm.max_tokens:
+        raise ConfigError(f"llm.thinking_budget={c.llm.thinking_budget}: extended thinking takes 1024 tokens or more "
+                          f"and less than llm.max_tokens={c.llm.max_tokens} (the answer needs the rest); "
+                          f"0 turns it off")
     if c.llm.backend == "replay" and not c.llm.replay_from:
         raise ConfigError("llm=replay needs llm.replay_from=PATH (an archive with recorded LLM calls)")
     _choice("evaluator.backend", c.evaluator.backend, ("gpu", "simulated"))

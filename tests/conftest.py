@@ -47,3 +47,13 @@ def compiler(compile_cache):
     c = Compiler(cache_dir=compile_cache, timeout_s=300)
     yield c
     c.close()
+
+
+@pytest.fixture
+def llm_env(monkeypatch, tmp_path):
+    """An API key for the LLM tests (their server is tests/fake_anthropic.py) and an archive with a run."""
+    from evo.archive import Archive
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    archive = Archive.open(tmp_path / "llm.sqlite")
+    yield archive, archive.start_run(kind="test", config={}, seed=0, backend="simulated")
+    archive.close()

@@ -1,6 +1,8 @@
 """A local HTTP server on 127.0.0.1 that speaks the Anthropic Messages API, for tests.
 
-`behaviour(request_json, n)` returns (status, body_dict, delay_s); n counts requests from 1.
+`behaviour(request_json, n)` returns (status, body_dict, delay_s); n counts requests from 1. A
+request with `"stream": true` (the client streams every operator call) is answered as the API
+does: server-sent events built from the same message dict.
 """
 from __future__ import annotations
 
@@ -10,11 +12,31 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def message(text: str, *, input_tokens: int = 1000, output_tokens: int = 200, cache_read: int = 0) -> dict:
+def message(text: str, *, input_tokens: int = 1000, output_tokens: int = 200, cache_read: int = 0,
+            cache_write: int = 0, stop_reason: str = "end_turn") -> dict:
     return {"id": "msg_test", "type": "message", "role": "assistant", "model": "claude-sonnet-5",
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "content": [{"type": "text", "text": text}], "stop_reason": stop_reason, "stop_sequence": None,
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": cache_read}}
+                      "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read}}
+
+
+def events(msg: dict) -> bytes:
+    """The message as the streaming API sends it: start, the text in two deltas, stop reason, end."""
+    start = dict(msg, content=[], stop_reason=None, usage=dict(msg["usage"], output_tokens=1))
+    text = msg["content"][0]["text"]
+    half = len(text) // 2
+    out = [("message_start", {"type": "message_start", "message": start}),
+           ("content_block_start", {"type": "content_block_start", "index": 0,
+                                    "content_block": {"type": "text", "text": ""}}),
+           ("ping", {"type": "ping"})]
+    out += [("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                     "delta": {"type": "text_delta", "text": part}}) for part in (text[:half], text[half:])]
+    out += [("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": msg["stop_reason"],
+                                                                  "stop_sequence": None},
+                               "usage": {"output_tokens": msg["usage"]["output_tokens"]}}),
+            ("message_stop", {"type": "message_stop"})]
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in out).encode()
 
 
 def error(kind: str, text: str) -> dict:
@@ -25,6 +47,7 @@ class FakeAnthropic:
     def __init__(self, behaviour):
         self.behaviour = behaviour
         self.requests: list[dict] = []
+        self.retry_after_ms = 10
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,13 +61,15 @@ class FakeAnthropic:
                 if delay:
                     time.sleep(delay)
                 text = isinstance(payload, str)  # a str is sent as an HTML page (a proxy's answer)
-                data = (payload if text else json.dumps(payload)).encode()
+                sse = body.get("stream") and status == 200 and not text
+                data = events(payload) if sse else (payload if text else json.dumps(payload)).encode()
+                kind = "text/event-stream" if sse else "text/html" if text else "application/json"
                 try:
                     self.send_response(status)
-                    self.send_header("content-type", "text/html" if text else "application/json")
+                    self.send_header("content-type", kind)
                     self.send_header("content-length", str(len(data)))
                     if status == 429:
-                        self.send_header("retry-after-ms", "10")
+                        self.send_header("retry-after-ms", str(server.retry_after_ms))
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
@@ -64,7 +89,8 @@ class FakeAnthropic:
 
 
 def prompt_of(request: dict) -> str:
-    return request["messages"][-1]["content"]
+    content = request["messages"][-1]["content"]
+    return content if isinstance(content, str) else "\n\n".join(block["text"] for block in content)
 
 
 def source_in(prompt: str) -> str:

@@ -51,10 +51,10 @@ def test_a_version_1_archive_gains_the_clock_columns_when_opened(tmp_path):
                              "library": "torch", "status": "ok", "time_ms": 0.01})
     old.close()
     a = Archive.open(path)
-    assert a.schema_version == SCHEMA_VERSION == 2
+    assert a.schema_version == SCHEMA_VERSION >= 2
     assert {"clock_mhz", "throttled"} <= set(a.db["baselines"].columns_dict)
     assert "cell_offer" in a.db["evaluations"].columns_dict
-    assert [r["name"] for r in a.db.query("select name from migrations order by version")] == \
+    assert [r["name"] for r in a.db.query("select name from migrations order by version")][:2] == \
         ["core tables", "library clocks and cell offers"]
     (row,) = a.db.query("select library, time_ms, clock_mhz, throttled from baselines")
     assert row == {"library": "torch", "time_ms": 0.01, "clock_mhz": None, "throttled": None}  # not measured then
@@ -73,7 +73,7 @@ def test_a_failed_migration_leaves_version_1_intact(tmp_path):
     a = Archive.open(path, migrations=MIGRATIONS[:1])
     assert a.schema_version == 1 and "clock_mhz" not in a.db["baselines"].columns_dict
     a.close()
-    assert Archive.open(path).schema_version == 2
+    assert Archive.open(path).schema_version == SCHEMA_VERSION
 
 
 def test_library_timings_keep_their_clock_and_throttle_flag(archive):

@@ -13,7 +13,7 @@ GROUPS = ["shapes", "search", "islands", "mutator", "llm", "evaluator", "archive
 
 
 def options(group):
-    return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
+    return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml") if not p.stem.startswith("_"))
 
 
 @pytest.mark.parametrize("group", GROUPS)

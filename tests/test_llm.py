@@ -1,5 +1,4 @@
 """LLM operators through the real anthropic SDK against a local fake of the Messages API."""
-import re
 from collections import Counter
 
 import pytest
@@ -7,55 +6,13 @@ import pytest
 from evo.archive import Archive
 from evo.config import LLMConfig
 from evo.core.errors import ConfigError
-from evo.core.shapes import Shape
 from evo.evaluation.static_checks import check_source
-from evo.families import FAMILIES
 from evo.mutators.llm import build_llm_operators
 from evo.mutators.llm.edits import EditError, apply_answer
 from evo.mutators.llm.operator import OperatorFailure
 from evo.mutators.policy import OperatorPolicy
-from tests.fake_anthropic import FakeAnthropic, error, message, prompt_of, source_in
-
-PARENT = FAMILIES["ampere"].candidate(dict(FAMILIES["ampere"].default, STAGES=2))
-SHAPE = Shape(1024, 1024, 1024)
-
-
-def edit(search: str, replace: str) -> str:
-    return f"Here is the change.\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n"
-
-
-def deepen(prompt: str) -> str:
-    """A real edit: two more pipeline stages, with the shared-memory declaration kept consistent."""
-    src = source_in(prompt)
-    found = re.search(r"#define STAGES (\d+)", src)
-    if not found:
-        return "This kernel has no multi-stage pipeline to deepen."
-    stages = int(found.group(1))
-    smem = int(re.search(r"// @evo smem     = (\d+)", src).group(1))
-    new = stages + 1
-    if smem // stages * new > 232448:
-        return "No room in shared memory for another stage."
-    return (edit(f"#define STAGES {stages}", f"#define STAGES {new}")
-            + edit(f"// @evo smem     = {smem}", f"// @evo smem     = {smem // stages * new}"))
-
-
-@pytest.fixture
-def llm_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    archive = Archive.open(tmp_path / "llm.sqlite")
-    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
-    return archive, run
-
-
-def operators(server, archive, run, **cfg):
-    c = LLMConfig(backend="anthropic", base_url=server.url, max_retries=cfg.pop("max_retries", 2),
-                  timeout_s=cfg.pop("timeout_s", 10), prompts=cfg.pop("prompts", ["deepen_pipeline"]), **cfg)
-    ops, note = build_llm_operators(c, archive=archive, run_id=run)
-    return ops, note
-
-
-def calls(archive):
-    return list(archive.db.query("select * from llm_calls order by id"))
+from tests.fake_anthropic import FakeAnthropic, error, message, prompt_of
+from tests.llm_helpers import PARENT, SHAPE, calls, deepen, edit, operators
 
 
 def test_rate_limit_then_success_makes_a_child(llm_env):
@@ -67,7 +24,6 @@ def test_rate_limit_then_success_makes_a_child(llm_env):
         child = ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
         assert len(server.requests) == 2
         req = server.requests[-1]
-        assert req["system"][0]["cache_control"] == {"type": "ephemeral"}  # the stable part is cached
         assert "M=1024, N=1024, K=1024" in prompt_of(req)
     assert "#define STAGES 3" in child.source and child.parents == (PARENT.id,)
     assert check_source(child.source) == []
@@ -83,7 +39,7 @@ def test_server_errors_are_a_failed_use_not_a_crash(llm_env):
         with pytest.raises(OperatorFailure, match="InternalServerError"):
             ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
         assert len(server.requests) == 2  # one retry by the SDK
-    assert calls(archive)[0]["outcome"] == "api_error"
+    assert calls(archive)[0]["outcome"] == "unavailable"
 
 
 def test_an_answer_without_edits_is_a_failed_use(llm_env):
@@ -171,9 +127,9 @@ def test_every_prompt_template_renders():
     templates = load_templates()
     assert len(templates) >= 10
     for t in templates:
-        text = t.render(M=1, N=2, K=3, shape="1x2x3", parent_source="SRC", parent_measurements="MEAS",
+        text = t.render(M=1, N=2, K=3, shape="1x2x3", parent_measurements="MEAS",
                         other_source="OTHER", other_measurements="OM", error="ERR", edit_rules="RULES")
-        assert "SRC" in text and "RULES" in text
+        assert "MEAS" in text and "RULES" in text  # the parent's source comes first, outside the template
 
 
 def test_search_policy_learns_which_prompt_improves_kernels(monkeypatch, tmp_path, compile_cache):
@@ -184,7 +140,7 @@ def test_search_policy_learns_which_prompt_improves_kernels(monkeypatch, tmp_pat
 
     def behaviour(req, n):
         prompt = prompt_of(req)
-        if prompt.startswith("Operator: deepen_pipeline"):
+        if "Operator: deepen_pipeline" in prompt:
             return 200, message(deepen(prompt)), 0
         return 200, message("Retiling would not help here."), 0
 
@@ -221,7 +177,7 @@ def test_an_answer_that_is_not_a_message_is_a_failed_call_not_a_crash(llm_env):
         with pytest.raises(OperatorFailure, match="not a message") as info:
             ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
     assert info.value.kind == "unavailable"
-    assert [r["outcome"] for r in calls(archive)] == ["api_error"]
+    assert [r["outcome"] for r in calls(archive)] == ["unavailable"]
 
 
 def test_paid_answers_are_recorded_at_once_from_any_thread(llm_env):
@@ -243,7 +199,7 @@ def test_paid_answers_are_recorded_at_once_from_any_thread(llm_env):
     assert all(r["cost_usd"] > 0 and r["outcome"] == "no_edit" for r in calls(archive))
 
 
-def test_an_api_that_refuses_every_call_stops_the_llm_operators_once_and_loudly(llm_env, caplog):
+def test_an_api_that_refuses_every_call_stops_the_llm_operators_at_once(llm_env):
     archive, run = llm_env
     with FakeAnthropic(lambda req, n: (401, error("authentication_error", "invalid x-api-key"), 0)) as server:
         ops, _ = operators(server, archive, run)
@@ -253,7 +209,7 @@ def test_an_api_that_refuses_every_call_stops_the_llm_operators_once_and_loudly(
         assert info.value.kind == "refused"
         assert not op.applies([PARENT], {})  # no more calls to an API that refuses them
         assert len(server.requests) == 1
-    assert "LLM operators are off for the rest of the run" in caplog.text
+    assert "ANTHROPIC_API_KEY" in str(info.value)  # what to fix
 
 
 def test_api_trouble_is_not_held_against_the_operator(tmp_path, monkeypatch):

@@ -97,12 +97,29 @@ def cmd_failures(args) -> None:
 
 
 def cmd_llm(args) -> None:
+    """Every call of the run, then totals by operator and outcome, then the run's total and cache-read share."""
     a = Archive.open(args.archive, readonly=True)
-    rows = q.llm_usage(a, q.resolve_run(a, args.run)["id"])
-    _emit(args, rows, ["operator", "outcome", "calls", "input_tokens", "output_tokens", "cache_read_tokens",
-                       "cost_usd", "avg_latency_s"])
-    if rows and not args.json:
-        print(f"total ${sum(r['cost_usd'] or 0 for r in rows):.4f} over {sum(r['calls'] for r in rows)} calls")
+    run_id = q.resolve_run(a, args.run)["id"]
+    calls, totals = q.llm_call_list(a, run_id), q.llm_usage(a, run_id)
+    tokens = {k: sum(r[k] or 0 for r in totals) for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens")}
+    prompt_tokens = sum(tokens.values())
+    summary = {"calls": len(calls), "cost_usd": round(sum(r["cost_usd"] or 0 for r in totals), 4),
+               "cache_read_share": round(tokens["cache_read_tokens"] / prompt_tokens, 3) if prompt_tokens else None,
+               "replayed": sum(r["replayed"] or 0 for r in calls)}
+    if args.json:
+        print(json.dumps({"calls": calls, "totals": totals, "summary": summary}, indent=1, default=str))
+        return
+    _emit(args, calls, ["id", "operator", "outcome", "stop_reason", "input_tokens", "output_tokens",
+                        "cache_read_tokens", "cache_write_tokens", "cost_usd", "latency_s", "kernel", "error"],
+          ["id", "operator", "outcome", "stop", "in", "out", "cache rd", "cache wr", "USD", "s", "kernel", "error"])
+    if calls:
+        print()
+        _emit(args, totals, ["operator", "outcome", "calls", "input_tokens", "output_tokens", "cache_read_tokens",
+                             "cache_write_tokens", "cache_read_share", "cost_usd", "avg_latency_s"])
+        share = "n/a" if summary["cache_read_share"] is None else f"{summary['cache_read_share']:.1%}"
+        replayed = f" ({summary['replayed']} replayed: costs as recorded)" if summary["replayed"] else ""
+        print(f"total ${summary['cost_usd']:.4f} over {summary['calls']} calls{replayed}; "
+              f"cache reads {share} of prompt tokens")
 
 
 def cmd_upgrade(args) -> None:
@@ -146,7 +163,8 @@ def archive_cli(argv: list[str]) -> None:
     d.add_argument("a")
     d.add_argument("b")
     add("failures", cmd_failures, "failed evaluations by cause and operator", run=True)
-    add("llm", cmd_llm, "LLM calls, tokens and cost by operator and outcome", run=True)
+    add("llm", cmd_llm, "LLM calls (operator, outcome, stop reason, tokens, cache, cost, latency) and totals",
+        run=True)
     add("upgrade", cmd_upgrade, "migrate an archive written by an older evo to this evo's schema (the other "
         "browsing commands open archives read-only and read older ones as they are)")
     add("serve", cmd_serve, "browse the archive in Datasette (read-only) on localhost") \

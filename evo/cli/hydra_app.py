@@ -82,7 +82,7 @@ def _first_line(e: BaseException) -> str:
         for ln in raw[start + 1:] if start is not None else []:
             if not ln.startswith((" ", "\t")) or not ln.strip():
                 break
-            if not ln.strip().startswith("base_"):
+            if not ln.strip().startswith(("base_", "_")):  # schemas and parts of options
                 opts.append(ln.strip())
         msg = msg.replace("In 'config': ", "")
         return f"{msg} (available: {', '.join(opts)})" if opts else msg
@@ -165,9 +165,9 @@ def sweep_jobs(overrides: list[str]) -> list[list[str]]:
 
 
 def group_options() -> dict[str, list[str]]:
-    """The options of each config group (the internal `base_*` schemas left out)."""
+    """The options of each config group (the internal `base_*` schemas and `_*` parts left out)."""
     root = Path(CONF_DIR)
-    return {d.name: sorted(p.stem for p in d.glob("*.yaml") if not p.stem.startswith("base_"))
+    return {d.name: sorted(p.stem for p in d.glob("*.yaml") if not p.stem.startswith(("base_", "_")))
             for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith("_")}
 
 

@@ -10,6 +10,7 @@ import concurrent.futures as cf
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from evo.archive import records as stored
 from evo.archive.store import Archive
@@ -140,27 +141,36 @@ class Evaluator:
         return [lib for lib in self.cfg.libraries if any(lib not in h for h in have)]
 
     def evaluate(self, pairs: Iterable[tuple[Candidate, Shape]], *, meta: Callable[[Candidate], dict] | None = None,
-                 measure_libraries: bool = True) -> Iterator[Evaluation]:
+                 measure_libraries: bool = True, later: Iterable[cf.Future] = (),
+                 admit: Callable[[Any], list[tuple[Candidate, Shape]]] | None = None) -> Iterator[Evaluation]:
         """Evaluate each (candidate, shape); yields in completion order, each already archived.
 
         Every compile starts at once (on every core); jobs reach the GPU in the order given, so a
         run cut short (time limit, Ctrl-C) has done the first-planned pairs, whatever compiled first.
         A pair whose compile is not done yet lets ready ones behind it go first, so the GPU only
-        waits when nothing at all is ready."""
-        pairs = list(pairs)
-        futures = [self.prepare(cand) for cand, _ in pairs]
+        waits when nothing at all is ready. `later`: futures of work still being made (e.g. LLM
+        answers); as each completes, `admit(its result)` (called on this thread) gives the pairs it
+        adds, which start compiling at once and queue behind the pairs already planned."""
+        queue: list[tuple[Candidate, Shape, cf.Future]] = []
+
+        def add(new: Iterable[tuple[Candidate, Shape]]) -> None:
+            queue.extend((cand, shape, self.prepare(cand)) for cand, shape in new)
+
+        add(pairs)
+        waiting = set(later)
         no_gpu: list[tuple[Evaluation, Candidate]] = []
 
         def jobs():
-            waiting = list(range(len(pairs)))
-            while waiting:
-                ready = next((i for i in waiting if futures[i].done()), None)
+            while queue or waiting:
+                for fut in [f for f in waiting if f.done()]:
+                    waiting.discard(fut)
+                    add(admit(fut.result()) if admit else fut.result())
+                ready = next((i for i, (_, _, fut) in enumerate(queue) if fut.done()), None)
                 if ready is None:
-                    cf.wait([futures[i] for i in waiting], return_when=cf.FIRST_COMPLETED)
+                    cf.wait([fut for _, _, fut in queue] + list(waiting), return_when=cf.FIRST_COMPLETED)
                     continue
-                waiting.remove(ready)
-                cand, shape = pairs[ready]
-                job = self._job(cand, shape, futures[ready].result(), meta, measure_libraries, no_gpu)
+                cand, shape, fut = queue.pop(ready)
+                job = self._job(cand, shape, fut.result(), meta, measure_libraries, no_gpu)
                 if job:
                     yield job
 

@@ -44,6 +44,8 @@ _INCLUDE = re.compile(r"^\s*#\s*include\s*([<\"])([^>\"]+)[>\"]", re.M)
 _BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
 _ENTRY = re.compile(r"extern\s+\"C\"\s+__global__\s+" + _BOUNDS + r"void\s+" + _BOUNDS
                     + ENTRY_POINT + r"\s*\(([^)]*)\)")
+# any definition of the entry point, however declared (to name a changed signature as such)
+_ANY_ENTRY = re.compile(r"([^;{}]*?)\b" + ENTRY_POINT + r"\s*\(([^)]*)\)\s*\{")
 _ABI_PARAMS = ["const half*", "const half*", "half*", "int", "int", "int"]
 _TMA_PARAM = "const __grid_constant__ CUtensorMap"
 _TYPE_WORDS = frozenset({"int", "half", "CUtensorMap", "unsigned"})
@@ -125,7 +127,13 @@ def check_source(source: str) -> list[Rejection]:
             rejections.append(Rejection("forbidden", f"{reason} (found {found.group(0).strip()!r})",
                                         _line_of(code, found.start())))
     entries = list(_ENTRY.finditer(code))
-    if not entries:
+    other = _ANY_ENTRY.search(code) if not entries else None
+    if other:  # defined, but not as the ABI says: a signature mismatch, not a missing entry point
+        written = " ".join(f"{other.group(1).strip()} {ENTRY_POINT}({other.group(2).strip()})".split())
+        rejections.append(Rejection("abi", f'signature mismatch: {ENTRY_POINT} must be declared extern "C" __global__ '
+                                           f"void {ENTRY_POINT}(const half* A, const half* B, half* C, int M, int N, "
+                                           f"int K); found {written!r}", _line_of(code, other.start(2))))
+    elif not entries:
         rejections.append(Rejection("abi", 'the entry point is missing: define extern "C" __global__ void '
                                            "hgemm(const half* A, const half* B, half* C, int M, int N, int K)"))
     elif len(entries) > 1:
@@ -136,7 +144,8 @@ def check_source(source: str) -> list[Rejection]:
         expected = [_normalise_param(p) for p in _ABI_PARAMS] + [_TMA_PARAM] * n_tma
         if got != expected:
             rejections.append(Rejection(
-                "abi", "hgemm's parameters must be (const half* A, const half* B, half* C, int M, int N, int K)"
+                "abi", "signature mismatch: hgemm's parameters must be "
+                "(const half* A, const half* B, half* C, int M, int N, int K)"
                 + (f" followed by {n_tma} 'const __grid_constant__ CUtensorMap' (one per declared tma)" if n_tma else "")
                 + f"; found ({entries[0].group(1).strip()})", _line_of(code, entries[0].start())))
     return rejections

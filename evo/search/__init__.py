@@ -156,13 +156,15 @@ def _group_option(group: str, option: str) -> dict:
     file = folder / f"{option}.yaml"
     if not file.is_file():
         options = sorted(f.name[:-5] for f in folder.iterdir() if f.name.endswith(".yaml")
-                         and not f.name.startswith("base_"))
+                         and not f.name.startswith(("base_", "_")))
         raise ConfigError(f"{group}={option}: no such option (available: {', '.join(options)})")
     values = OmegaConf.to_container(OmegaConf.create(file.read_text()))
     assert isinstance(values, dict)
-    values.pop("defaults", None)
+    # parts of the option in its own group (`- _prices`) come before the option's own values
+    parts = [OmegaConf.create((folder / f"{d}.yaml").read_text()) for d in values.pop("defaults", None) or []
+             if isinstance(d, str) and d.startswith("_")]
     try:
-        data = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(GROUPS[group]), values))
+        data = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(GROUPS[group]), *parts, values))
     except Exception as e:
         raise ConfigError(f"{group}={option}: {str(e).splitlines()[0]}") from None
     assert isinstance(data, dict)

@@ -1,7 +1,8 @@
 """`evo run` / `evo resume`: the island search with MAP-Elites cells by shape.
 
 One generation: on every island, parents are chosen by tournament, the operator policy picks an
-operator per child, children are compiled ahead on every core and evaluated on the GPU(s);
+operator per child, children are compiled ahead on every core and evaluated on the GPU(s) (a
+child from an LLM answer joins as soon as its answer is in: see evo.search.overlap);
 results go to the islands, the MAP-Elites cells (one per shape) and the policy. Every few
 generations elites are tried on neighbouring shapes (transfer) and the best individuals migrate
 between islands. The whole state (islands, policy, RNG, counters) is saved in the archive at the
@@ -15,6 +16,9 @@ import logging
 import math
 import random
 import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from evo.archive import Archive
 from evo.archive.elites import cell_of, elites, offer
@@ -31,9 +35,11 @@ from evo.evaluation.evaluator import Evaluator
 from evo.families import FAMILIES
 from evo.islands import Individual, Island, make_islands, migrate
 from evo.islands.population import regroup
+from evo.mutators.llm import LLMRefused
 from evo.mutators.policy import OperatorPolicy
 from evo.mutators.rewards import reward
 from evo.mutators.structural import OPERATORS
+from evo.search.overlap import in_background
 from evo.search.state import Plan, SearchState
 
 log = logging.getLogger(__name__)
@@ -99,24 +105,38 @@ class Search:
         return True
 
     # ---- evaluation ----------------------------------------------------------------------
-    def _evaluate(self, pairs: list[tuple[Candidate, Shape]], *, island_of: dict[str, int]) -> dict:
-        """Outcomes for pairs, reusing what this run already measured; counts new evaluations."""
+    def _evaluate(self, pairs: list[tuple[Candidate, Shape]], *, island_of: dict[str, int],
+                  later: list[cf.Future] | None = None) -> dict:
+        """Outcomes for pairs, reusing what this run already measured; counts new evaluations.
+        `later`: futures of plans whose children are still being made (LLM calls): each child joins
+        the evaluations as soon as its plan resolves."""
         results: dict[tuple[str, Shape], Outcome | None] = {}
-        todo = []
-        for cand, shape in pairs:
-            key = (cand.id, shape)
-            if key in results:
-                continue
-            if key in self.known:
-                results[key] = self.known[key]
-            elif key in self.replay:  # measured before an interruption: same answer, no GPU time
-                results[key] = self.replay.pop(key)
-                self.state.spent += 1
-            else:
-                todo.append((cand, shape))
-                results[key] = None  # placeholder keeps the order
+
+        def admit(new: list[tuple[Candidate, Shape]]) -> list[tuple[Candidate, Shape]]:
+            todo = []
+            for cand, shape in new:
+                key = (cand.id, shape)
+                if key in results:
+                    continue
+                if key in self.known:
+                    results[key] = self.known[key]
+                elif key in self.replay:  # measured before an interruption: same answer, no GPU time
+                    results[key] = self.replay.pop(key)
+                    self.state.spent += 1
+                else:
+                    todo.append((cand, shape))
+                    results[key] = None  # placeholder keeps the order
+            return todo
+
+        def admit_plan(p: Plan) -> list[tuple[Candidate, Shape]]:
+            if not p.candidate:
+                return []
+            self.candidates.setdefault(p.candidate.id, p.candidate)
+            island_of[p.candidate.id] = p.island
+            return admit([(p.candidate, p.shape)])
+
         meta = lambda cand: {"generation": self.state.generation, "island": island_of.get(cand.id)}  # noqa: E731
-        for e in self.ev.evaluate(todo, meta=meta):
+        for e in self.ev.evaluate(admit(pairs), meta=meta, later=later or [], admit=admit_plan):
             results[(e.kernel_id, e.shape)] = Outcome.of(e)
             self.state.spent += 1
             offer(self.archive, self.run_id, cell_of(e.shape), e)
@@ -183,24 +203,38 @@ class Search:
         plan.parents = parents
         return plan
 
-    def _make_children(self, plans: list[Plan]) -> None:
-        """Apply the operators: structural ones in plan order (they draw from the RNG), LLM calls
-        concurrently (each is a network round trip)."""
-        llm = [p for p in plans if p.operator.startswith("llm:")]
+    def _make_children(self, plans: list[Plan]) -> list[cf.Future]:
+        """Apply the operators: LLM requests rendered in plan order (from what earlier generations
+        left in the archive) and each sent on a thread of its own; structural operators in plan
+        order (they draw from the RNG). Returns the LLM plans' futures, each resolving to its plan."""
+        # every prompt is rendered before any call starts: an answer arriving meanwhile must not
+        # change a later prompt (replay and resume need the same prompts for the same state)
+        calls = [self._llm_call(p) for p in plans if p.operator.startswith("llm:")]
+        futures = [in_background(call) for call in calls]
         for p in plans:
             if p.operator and not p.operator.startswith("llm:"):
-                self._apply(p, self.rng)
-        if llm:
-            with cf.ThreadPoolExecutor(max_workers=max(1, self.c.llm.concurrency)) as pool:
-                list(pool.map(lambda p: self._apply(p, random.Random(0)), llm))
-            for recorder in {id(op.recorder): op.recorder for op in self.operators.values()
-                             if hasattr(op, "recorder")}.values():
-                recorder.flush()  # anything still pending (calls are written as they are answered)
+                self._settle(p, lambda p=p: self.operators[p.operator].apply(
+                    p.parents, self.rng, shape=p.shape, info=self._info(p.parents, p.shape)))
+        return futures
 
-    def _apply(self, p: Plan, rng: random.Random) -> None:
+    def _llm_call(self, p: Plan) -> Callable[[], Plan]:
+        """Render p's request now; the returned callable asks the model and settles p."""
+        op: Any = self.operators[p.operator]
         try:
-            p.candidate = self.operators[p.operator].apply(p.parents, rng, shape=p.shape,
-                                                           info=self._info(p.parents, p.shape))
+            req = op.request(p.parents, p.shape, self._info(p.parents, p.shape), generation=self.state.generation)
+            make = lambda: op.answer(req, p.parents)  # noqa: E731
+        except Exception as e:  # settled on the call's thread as a failed use, like any other
+            make = partial(_raise, e)
+
+        def call() -> Plan:
+            self._settle(p, make)
+            return p
+        return call
+
+    def _settle(self, p: Plan, make) -> None:
+        """p's child, or why there is none: any exception is a failed use of the operator, never the run's."""
+        try:
+            p.candidate = make()
             p.failure = "" if p.candidate else "the operator does not apply to this parent"
         except EvoError as e:
             p.candidate, p.failure, p.failure_kind = None, str(e), getattr(e, "kind", "operator")
@@ -218,26 +252,29 @@ class Search:
         remaining = self.c.search.max_evaluations - self.state.spent
         per_island = max(1, min(self.c.search.children_per_island, remaining // max(1, len(self.islands))))
         plans = [self._plan(isl) for isl in self.islands if isl.members for _ in range(per_island)]
-        self._make_children(plans)
-        for p in plans:
-            if p.candidate:
-                self.candidates.setdefault(p.candidate.id, p.candidate)
-                self.ev.prepare(p.candidate)
-        island_of = {p.candidate.id: p.island for p in plans if p.candidate}
-        fresh = {(p.candidate.id, p.shape) for p in plans if p.candidate and (p.candidate.id, p.shape) not in self.known}
-        results = self._evaluate([(p.candidate, p.shape) for p in plans if p.candidate], island_of=island_of)
+        known_before = set(self.known)
+        calls = self._make_children(plans)
+        ready = [(p.candidate, p) for p in plans if p.candidate]  # structural; LLM children join as they come
+        for cand, _ in ready:
+            self.candidates.setdefault(cand.id, cand)
+            self.ev.prepare(cand)
+        island_of = {cand.id: p.island for cand, p in ready}
+        results = self._evaluate([(cand, p.shape) for cand, p in ready], island_of=island_of, later=calls)
+        refused = [p.failure for p in plans if p.failure_kind == "refused"]
+        if refused:  # every later call would be refused too: stop, saying what to fix
+            raise LLMRefused(f"the Messages API refuses the run's calls: {refused[0]}; fix that, then `evo resume`")
         for p in plans:  # in plan order: the same decisions whatever order results arrived in
             if not p.operator:
                 continue
             if not p.candidate:  # an LLM answer without a usable edit: a failed use of the operator
-                if p.failure_kind in ("unavailable", "refused", "budget"):  # the API's trouble, not the operator's
+                if p.failure_kind in ("unavailable", "budget"):  # the API's trouble, not the operator's
                     self.state.failures[f"llm_{p.failure_kind}"] += 1
                     continue
                 self.policy.update(p.context, p.operator, self.c.mutator.penalty_compile_error)
-                self.state.failures["operator_failed"] += 1
+                self.state.failures["llm_truncated" if p.failure_kind == "truncated" else "operator_failed"] += 1
                 continue
             o = results[(p.candidate.id, p.shape)]
-            duplicate = (p.candidate.id, p.shape) not in fresh
+            duplicate = (p.candidate.id, p.shape) in known_before
             self.policy.update(p.context, p.operator, reward(o.status, o.speedup, p.parent_fitness,
                                                              self.c.mutator, duplicate=duplicate))
             if o.status != Status.OK and not duplicate:
@@ -315,6 +352,10 @@ class Search:
         log.info(f"{sim}gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
                  f"| {rate:.1f}/s | cells {len(rows)}/{len(self.shapes)} | geomean speedup by bucket: {best} "
                  f"| failures: {fails}")
+
+
+def _raise(error: Exception) -> Candidate:
+    raise error
 
 
 def _log_distance(a: Shape, b: Shape) -> float:

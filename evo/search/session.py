@@ -28,6 +28,7 @@ from evo.evaluation.compiler import nvcc_version
 from evo.evaluation.evaluator import Evaluator
 from evo.evaluation.limits import check_fits
 from evo.evaluation.pool import visible_gpus
+from evo.mutators.llm.prices import require_price
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
@@ -48,6 +49,8 @@ def preflight(c: EvoConfig, *, needs_llm: bool = False) -> None:
             raise ConfigError("llm=anthropic needs ANTHROPIC_API_KEY in the environment (or use llm=none)")
         if c.llm.backend == "replay" and not Path(c.llm.replay_from or "").is_file():
             raise ConfigError(f"llm.replay_from={c.llm.replay_from}: no such archive")
+        if c.llm.backend == "anthropic" or (c.llm.backend == "auto" and os.environ.get("ANTHROPIC_API_KEY")):
+            require_price(c.llm)  # a budget cannot be kept on a model whose price is unknown
 
 
 def run_log_path(archive_path: str | Path, run_id: int) -> Path:

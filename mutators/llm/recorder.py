@@ -3,7 +3,9 @@
 Each call is written the moment it is answered, from whichever thread made it, through a
 connection of the recorder's own (SQLite serialises it with the search's writes), so a paid answer
 is never lost to a crash or Ctrl-C, and a resumed run counts what was spent. Spending the budget
-is announced once.
+is announced once. Occurrences of each prompt are counted here (in plan order, by the search's
+thread) so that replay can match the n-th asking of a prompt to the n-th recorded answer. A resumed
+run uses the answers of the generation that was interrupted again, instead of paying for them twice.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import logging
 import threading
 
 from evo.archive import Archive
-from evo.archive.llm_calls import add_llm_calls, llm_spent
+from evo.archive.llm_calls import add_llm_calls, answers_since, llm_spent, prompt_counts
 from evo.archive.store import now
 
 log = logging.getLogger(__name__)
@@ -24,8 +26,25 @@ class Recorder:
         self.pending: list[dict] = []
         self._writer: Archive | None = None
         self.spent_usd = 0.0
+        self.asked: dict[str, int] = {}
+        self.kept: dict[tuple[str, int], dict] = {}  # answers of an interrupted generation
         if archive is not None and run_id is not None:
             self.spent_usd = llm_spent(archive, run_id)
+            resume_at = (archive.get_state(run_id, "search") or {}).get("generation")
+            self.asked = prompt_counts(archive, run_id, before_generation=resume_at)
+            if resume_at is not None:
+                self.kept = answers_since(archive, run_id, resume_at)
+
+    def kept_answer(self, prompt_hash: str, occurrence: int) -> dict | None:
+        """The recorded (and paid, and counted) answer to this asking from before an interruption."""
+        with self._lock:
+            return self.kept.pop((prompt_hash, occurrence), None)
+
+    def next_occurrence(self, prompt_hash: str) -> int:
+        with self._lock:
+            n = self.asked.get(prompt_hash, 0)
+            self.asked[prompt_hash] = n + 1
+            return n
 
     def exhausted(self) -> bool:
         return self.spent_usd >= self.budget_usd
@@ -37,7 +56,8 @@ class Recorder:
             self.pending.append({"run_id": self.run_id, "created_at": now(), **row})
             if self.exhausted() and not was_exhausted:
                 log.warning(f"the LLM budget of ${self.budget_usd:g} is spent (${self.spent_usd:.2f}): LLM operators "
-                            f"are off for the rest of the run; raise llm.budget_usd with `evo resume` to go on")
+                            f"are off for the rest of the run and the search goes on with the structural operators; raise "
+                            f"llm.budget_usd with `evo resume` to go on")
             self.flush()
 
     def flush(self) -> None:
