@@ -143,3 +143,75 @@ def test_verify_re_checks_every_range_on_this_gpu(export_dir, tmp_path):
         for rng in table["ranges"]:
             seg, why = d.route(rng["m_hi"], table["N"], table["K"], gpu=gpu)
             assert (seg is not None) == rng["use"], why
+
+
+def _hgemm_launched(fn) -> bool:
+    """Whether calling fn ran an exported kernel (every exported cubin's entry point is `hgemm`)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return any(e.name == "hgemm" for e in prof.events())
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_op_is_one_call_for_batch_dims_and_bias_on_both_paths(d, bias):
+    import evo.dispatch
+    layer = torch.nn.Linear(1024, 1024, bias=bias).half().cuda()
+    fast = evo.dispatch.Linear.from_linear(layer, d)
+    ext = evo.dispatch.extension.load()
+    with torch.no_grad():
+        for lead in [(3, 20), (60,), (2, 3, 10), (5,), (1, 300)]:  # M = 60 and 60 (kernel), 5 and 300 (torch)
+            x = torch.randn(*lead, 1024, dtype=torch.float16, device="cuda")
+            m = x.numel() // 1024
+            kernel = d.explain(x.view(m, 1024), fast.weight_t).startswith("evo:")
+            assert kernel == (16 <= m <= 200)
+            ref = layer(x)
+            for got in (fast(x), ext.linear(x, fast.weight_t, fast.bias, d.handle),
+                        torch.ops.evo.linear(x, fast.weight_t, fast.bias, d.handle)):
+                assert got.shape == ref.shape and got.dtype == ref.dtype
+                torch.testing.assert_close(got, ref, atol=2e-2, rtol=2e-2)
+            assert _hgemm_launched(lambda x=x: fast(x)) == kernel
+
+
+def test_linear_in_a_cuda_graph_replays_on_new_data(d):
+    import evo.dispatch
+    layer = torch.nn.Linear(1024, 1024).half().cuda()
+    fast = evo.dispatch.Linear.from_linear(layer, d)
+    x = torch.randn(2, 25, 1024, dtype=torch.float16, device="cuda")  # M = 50: the kernel
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        fast(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g), torch.no_grad():
+        y = fast(x)
+    for _ in range(3):
+        x.copy_(torch.randn_like(x))
+        g.replay()
+        torch.cuda.synchronize()
+        with torch.no_grad():
+            torch.testing.assert_close(y, layer(x), atol=2e-2, rtol=2e-2)
+
+
+def test_tensor_maps_follow_new_buffers_and_a_new_m_at_the_same_address(d):
+    b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
+    big = torch.randn(200, 1024, dtype=torch.float16, device="cuda")
+    others = [torch.randn(64, 1024, dtype=torch.float16, device="cuda") for _ in range(2)]
+    # one segment, the same A address with different M (a prefix of one buffer), then other buffers
+    for a in [big[:64], big[:40], big[:64], others[0], others[1], others[0], big[:64]]:
+        _check(d.matmul(a, b), a, b)
+    out = torch.empty(64, 1024, dtype=torch.float16, device="cuda")
+    for a in [others[0], others[1]]:  # the same C address, new A
+        d.matmul(a, b, out=out)
+        _check(out, a, b)
+
+
+def test_an_input_that_needs_a_gradient_gets_one_through_the_eager_entry_points(d):
+    a = torch.randn(64, 1024, dtype=torch.float16, device="cuda", requires_grad=True)
+    b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
+    c = d.matmul(a, b)  # M = 64 is in a range: the kernel would have no backward, torch runs
+    assert c.requires_grad
+    c.float().sum().backward()
+    torch.testing.assert_close(a.grad, b.sum(1).expand(64, -1).to(a.grad.dtype), atol=0.5, rtol=2e-2)

@@ -8,6 +8,8 @@ kernel to use; the column `used` says whether evo.dispatch uses the kernel there
   model sees it), evo and torch;
 - host: wall time to issue one call (perf_counter over the issuing loop, queue not full).
 The issue's target: eager speedup (torch eager / evo eager) within 3% of the graph speedup.
+A second table does the same for the module path a model takes: evo.dispatch.Linear (weight B[0],
+one C++ call per forward) beside nn.Linear with the same weight, eager and in graphs, x of [1, M, K].
 Usage (GPU machine): python3 benchmarks/dispatch/overhead.py EXPORT_DIR [OUT.json]
 """
 import json
@@ -71,6 +73,34 @@ def graph(fn, sets, calls, repeats=5):
     return sorted(out)[len(out) // 2]
 
 
+def linear_rows(d, rows):
+    """Per row: evo.dispatch.Linear vs nn.Linear (no bias, as in Llama), eager and graph, same data."""
+    print(f"{'Linear module':>18} {'':>5} {'graph_evo':>9} {'graph_t':>8} {'x_graph':>7} {'eager_evo':>9} {'eager_t':>8} "
+          f"{'x_eager':>7} {'eager/graph':>11} {'host_evo':>8} {'host_t':>7}   (us)")
+    with torch.no_grad():
+        for row in rows:
+            m, n, k = row["M"], row["N"], row["K"]
+            sets, A, B, _ = _buffers(m, n, k)
+            X = A.view(sets, 1, m, k)
+            plain = torch.nn.Linear(k, n, bias=False, dtype=torch.float16, device="cuda")
+            plain.weight.copy_(B[0].t())
+            fast = evo.dispatch.Linear.from_linear(plain, d)
+            calls = max(sets, 20, min(1000, math.ceil(2e10 / (2 * m * n * k))))
+            f_evo = lambda i, X=X, fast=fast: fast(X[i])  # noqa: E731
+            f_torch = lambda i, X=X, plain=plain: plain(X[i])  # noqa: E731
+            ge, gt = graph(f_evo, sets, calls), graph(f_torch, sets, calls)
+            (ee, he), (et, ht) = eager(f_evo, sets, calls), eager(f_torch, sets, calls)
+            lin = {"graph_evo_us": ge * 1e3, "graph_torch_us": gt * 1e3, "x_graph": gt / ge, "eager_evo_us": ee * 1e3,
+                   "eager_torch_us": et * 1e3, "x_eager": et / ee, "host_evo_us": he * 1e3, "host_torch_us": ht * 1e3}
+            lin["eager_over_graph"] = lin["x_eager"] / lin["x_graph"]
+            row["linear"] = lin
+            print(f"{m:>6}x{n:>5}x{k:>5} {'':>5} {ge * 1e3:>9.2f} {gt * 1e3:>8.2f} {lin['x_graph']:>7.3f} "
+                  f"{ee * 1e3:>9.2f} {et * 1e3:>8.2f} {lin['x_eager']:>7.3f} {lin['eager_over_graph']:>11.3f} "
+                  f"{he * 1e3:>8.2f} {ht * 1e3:>7.2f}")
+    within = sum(abs(r["linear"]["eager_over_graph"] - 1) <= 0.03 for r in rows)
+    print(f"Linear: eager speedup within 3% of the graph speedup: {within}/{len(rows)} shapes")
+
+
 def main(folder, out_path=None):
     torch.backends.cuda.matmul.allow_tf32 = False
     d = evo.dispatch.Dispatcher(folder, checked=False)
@@ -113,6 +143,10 @@ def main(folder, out_path=None):
         print("no range of this export has a supported launch: nothing to compare")
     if out_path:
         json.dump(rows, open(out_path, "w"), indent=1)
+    if rows:  # after the matmul table is out: a time limit that ends the run here keeps that
+        linear_rows(d, rows)
+        if out_path:
+            json.dump(rows, open(out_path, "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -33,9 +33,10 @@ class Dispatcher:
         self.kernels = {e["file"].removesuffix(".cu"): e for e in manifest["kernels"]}
         self.checked = checked
         self.handle: int | None = None  # the C++ table, built on first use
-        # (matmul, matmul_out): the operator's overloads once built (no per-call name lookup or
-        # checks in Python: the operator routes, and falls back to at::matmul itself), else torch's
-        self._ops: tuple | None = None
+        # (matmul(a, b, out, handle), linear(x, w_t, bias, handle)): the extension's entry points once
+        # built (no per-call checks in Python: the C++ code routes, and falls back to torch itself;
+        # torch.compile traces the operators instead, see extension.py), else torch's
+        self._fns: tuple | None = None
         self.gpu: str | None = None  # the name of the GPU the C++ table was built for
 
     def route(self, m: int, n: int, k: int, *, gpu: str | None = None) -> tuple[dict | None, str]:
@@ -82,20 +83,21 @@ class Dispatcher:
         self.handle = handle
         return handle
 
-    def _bind(self) -> tuple:
-        import torch
-        if self.build() is None:
-            self._ops = (lambda a, b, _: torch.matmul(a, b), lambda a, b, _, out: torch.matmul(a, b, out=out))
-        else:
-            self._ops = (torch.ops.evo.matmul.default, torch.ops.evo.matmul_out.default)
-        return self._ops
+    def functions(self) -> tuple:
+        """(matmul(a, b, out, handle), linear(x, w_t, bias, handle)) for `self.handle`: the C++ entry
+        points (built on first call), or torch's where the extension is not available."""
+        if self._fns is None:
+            if self.build() is None:
+                self._fns = (torch_matmul, torch_linear)
+            else:
+                from evo.dispatch import extension
+                ext = extension.load()
+                assert ext is not None  # build() returned a handle
+                self._fns = (ext.matmul, ext.linear)
+        return self._fns
 
     def matmul(self, a, b, out=None):
-        ops = self._ops or self._bind()
-        if out is None:
-            return ops[0](a, b, self.handle)
-        ops[1](a, b, self.handle, out)
-        return out
+        return (self._fns or self.functions())[0](a, b, out, self.handle)
 
     def explain(self, a, b) -> str:
         """Which path `matmul(a, b)` takes and why, in one line ('evo: ...' or 'torch: ...')."""
@@ -109,6 +111,16 @@ class Dispatcher:
         if seg is None:
             return f"torch: {reason}"
         return f"evo: {reason}; launch grid {seg['grid']} block {seg['block']} for M {seg['m_lo']}-{seg['m_hi']}"
+
+
+def torch_matmul(a, b, out, handle):
+    import torch
+    return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
+
+
+def torch_linear(x, w_t, bias, handle):
+    import torch.nn.functional as F
+    return F.linear(x, w_t.t(), bias)
 
 
 def launch_values(seg: dict) -> list[int]:

@@ -1,6 +1,11 @@
 // torch.ops.evo.matmul: exported evo kernels launched from C++ at a library's host overhead.
 //
 // Built on the user's machine by evo/dispatch/extension.py (torch.utils.cpp_extension.load).
+// Two entry points per function: the torch.ops.evo.* operators (for torch.compile and anything that
+// goes through the dispatcher) and plain pybind functions of the same C++ code, which eager Python
+// calls directly: a torch.ops call from Python converts its arguments through the boxed dispatcher
+// (about 2 us of host time, more than the rest of the call), a pybind call does not. evo.linear does
+// all of nn.Linear's work in one call (flatten the leading dims, route, launch or at::addmm/at::mm).
 // Python fills a Table once (cubins and the launch segments of the manifest's dispatch table);
 // each call then only routes (a hash lookup on (N, K), a binary search on M), takes the launch
 // precomputed for that M, reuses tensor maps already encoded for the same buffers, and launches
@@ -11,6 +16,7 @@
 #include <torch/library.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -88,12 +94,21 @@ struct MapSpec {
   int swizzle;  // bytes
 };
 
+// The tensor maps of a segment's last launch: a loop that calls with the same buffers (a weight, and
+// activations the caching allocator hands back at the same addresses) skips even the map-cache lookup.
+struct LastLaunch {
+  const void* ptr[3] = {nullptr, nullptr, nullptr};
+  int64_t m = -1;
+  std::vector<CUtensorMap> maps;
+};
+
 struct Segment {
   int64_t m_lo, m_hi;
   int kernel;
   unsigned grid[3], block[3], cluster[3];  // cluster[0] == 0: no cluster
   unsigned smem;
   std::vector<MapSpec> maps;
+  mutable LastLaunch last;  // guarded by Table::mu
 };
 
 struct Kernel {
@@ -169,22 +184,27 @@ CUfunction function_for(Kernel& k, int device) {
   return f;
 }
 
-bool usable(const at::Tensor& x, const at::Device& dev) {
-  return x.is_cuda() && x.device() == dev && x.scalar_type() == at::kHalf && x.dim() == 2 && x.is_contiguous() &&
-         reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0;
+// fp16 CUDA on dev, contiguous, 16-byte aligned; dims == 2, or any (>= 1) where dims is 0
+bool usable(const at::Tensor& x, const at::Device& dev, int64_t dims = 2) {
+  return x.is_cuda() && x.device() == dev && x.scalar_type() == at::kHalf && (dims ? x.dim() == dims : x.dim() >= 1) &&
+         x.is_contiguous() && reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0;
+}
+
+// The segment of the table for (N, K) that covers m, or nullptr.
+const Segment* find(Table& t, int64_t m, int64_t n, int64_t k) {
+  auto it = t.by_nk.find(nk_key(n, k));
+  if (it == t.by_nk.end()) return nullptr;
+  const auto& segs = it->second;
+  auto pos = std::upper_bound(segs.begin(), segs.end(), m, [](int64_t v, const Segment& s) { return v < s.m_lo; });
+  if (pos == segs.begin()) return nullptr;
+  --pos;
+  return m <= pos->m_hi ? &*pos : nullptr;
 }
 
 // The segment that serves a @ b, or nullptr where torch runs.
 const Segment* route(Table& t, const at::Tensor& a, const at::Tensor& b) {
   if (!usable(a, a.device()) || !usable(b, a.device()) || a.size(1) != b.size(0)) return nullptr;
-  auto it = t.by_nk.find(nk_key(b.size(1), a.size(1)));
-  if (it == t.by_nk.end()) return nullptr;
-  const auto& segs = it->second;
-  const int64_t m = a.size(0);
-  auto pos = std::upper_bound(segs.begin(), segs.end(), m, [](int64_t v, const Segment& s) { return v < s.m_lo; });
-  if (pos == segs.begin()) return nullptr;
-  --pos;
-  return m <= pos->m_hi ? &*pos : nullptr;
+  return find(t, a.size(0), b.size(1), a.size(1));
 }
 
 const CUtensorMap& tensor_map(Table& t, const MapSpec& s, const void* ptr, uint64_t rows, uint64_t cols) {
@@ -207,26 +227,29 @@ const CUtensorMap& tensor_map(Table& t, const MapSpec& s, const void* ptr, uint6
   return t.maps.emplace(key, map).first->second;
 }
 
-void launch(Table& t, const Segment& s, const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
-  const int device = a.get_device();
-  int M = (int)a.size(0), N = (int)b.size(1), K = (int)a.size(1);
-  const void* pa = a.data_ptr();
-  const void* pb = b.data_ptr();
-  void* pc = c.data_ptr();
+// C[M,N] = A[M,K] B[K,N], row-major fp16 buffers on device
+void launch(Table& t, const Segment& s, int device, const void* pa, const void* pb, void* pc, int M, int N, int K) {
   CUtensorMap maps[kMaxMaps];
   void* params[6 + kMaxMaps] = {&pa, &pb, &pc, &M, &N, &K};
+  const size_t n_maps = s.maps.size();
+  for (size_t i = 0; i < n_maps; ++i) params[6 + i] = &maps[i];
   CUfunction f;
   {
     std::lock_guard<std::mutex> lock(t.mu);
-    f = function_for(t.kernels[s.kernel], device);
-    for (size_t i = 0; i < s.maps.size(); ++i) {
-      const MapSpec& m = s.maps[i];
-      // A[M,K], B[K,N], C[M,N], all row-major
-      const void* ptr = m.operand == 0 ? pa : m.operand == 1 ? pb : pc;
-      const uint64_t rows = m.operand == 1 ? K : M, cols = m.operand == 0 ? K : N;
-      maps[i] = tensor_map(t, m, ptr, rows, cols);
-      params[6 + i] = &maps[i];
+    f = function_for(t.kernels[s.kernel], device);  // loaded already (preload) but on a new device
+    LastLaunch& last = s.last;
+    if (last.m != M || last.ptr[0] != pa || last.ptr[1] != pb || last.ptr[2] != pc) {
+      last.maps.resize(n_maps);
+      for (size_t i = 0; i < n_maps; ++i) {
+        const MapSpec& m = s.maps[i];
+        // A[M,K], B[K,N], C[M,N], all row-major
+        const void* ptr = m.operand == 0 ? pa : m.operand == 1 ? pb : pc;
+        const uint64_t rows = m.operand == 1 ? K : M, cols = m.operand == 0 ? K : N;
+        last.maps[i] = tensor_map(t, m, ptr, rows, cols);
+      }
+      last.ptr[0] = pa, last.ptr[1] = pb, last.ptr[2] = pc, last.m = M;
     }
+    std::copy(last.maps.begin(), last.maps.end(), maps);
   }
   CUlaunchConfig cfg = {};
   cfg.gridDimX = s.grid[0], cfg.gridDimY = s.grid[1], cfg.gridDimZ = s.grid[2];
@@ -244,23 +267,72 @@ void launch(Table& t, const Segment& s, const at::Tensor& a, const at::Tensor& b
   check(drv().cuLaunchKernelEx(&cfg, f, params, nullptr), "launching hgemm (cuLaunchKernelEx)");
 }
 
+// Called from Python directly (pybind), a call is not below autograd: one that needs a gradient
+// goes to torch's differentiable ops (the kernels have no backward). Below autograd (the operators'
+// CUDA/CPU kernels) GradMode may be on but nothing is recorded there either way.
+bool wants_grad(const at::Tensor& a, const at::Tensor& b, const at::Tensor* c = nullptr) {
+  return at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad() || (c && c->requires_grad()));
+}
+
+// fp16 [rows, cols] on a's device, straight from the CUDA allocator (no dispatcher round trip)
+at::Tensor empty_half(at::IntArrayRef sizes, const at::Tensor& like) {
+  return at::Tensor(at::detail::empty_cuda(sizes, at::kHalf, like.device(), c10::nullopt));
+}
+
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, int64_t handle) {
   Table& t = table(handle);
-  const Segment* s = route(t, a, b);
+  const Segment* s = wants_grad(a, b) ? nullptr : route(t, a, b);
   if (!s) return at::matmul(a, b);
-  at::Tensor c = at::empty({a.size(0), b.size(1)}, a.options());
-  launch(t, *s, a, b, c);
+  at::Tensor c = empty_half({a.size(0), b.size(1)}, a);
+  launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), c.data_ptr(), (int)a.size(0), (int)b.size(1), (int)a.size(1));
   return c;
 }
 
 void matmul_out(const at::Tensor& a, const at::Tensor& b, int64_t handle, at::Tensor& out) {
   Table& t = table(handle);
-  const Segment* s = route(t, a, b);
+  const Segment* s = wants_grad(a, b) ? nullptr : route(t, a, b);  // torch says why out= cannot have a gradient
   if (!s || !usable(out, a.device()) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) {
     at::matmul_out(out, a, b);
     return;
   }
-  launch(t, *s, a, b, out);
+  launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), out.data_ptr(), (int)a.size(0), (int)b.size(1),
+         (int)a.size(1));
+}
+
+// a @ b, or into out: the pybind entry point of Dispatcher.matmul (returns out when given)
+at::Tensor matmul_any(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& out, int64_t handle) {
+  if (!out.has_value()) return matmul(a, b, handle);
+  at::Tensor o = *out;
+  matmul_out(a, b, handle, o);
+  return o;
+}
+
+// nn.Linear's x @ w_t + bias with w_t = W.T stored [in, out] row-major, x of any leading dims.
+// Where torch runs it runs what nn.Linear runs (addmm with the bias fused, or mm), so the result is
+// torch's own; where a kernel runs, the bias (if any) is one in-place add after it.
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w_t, const c10::optional<at::Tensor>& bias, int64_t handle) {
+  const at::Tensor* b = bias.has_value() && bias->defined() ? &*bias : nullptr;
+  if (wants_grad(x, w_t, b)) return at::linear(x, w_t.t(), bias);
+  TORCH_CHECK(w_t.dim() == 2 && x.dim() >= 1 && x.size(-1) == w_t.size(0), "evo.dispatch.Linear: x is ", x.sizes(),
+              ", the weight [in, out] is ", w_t.sizes(), ": x's last dimension must be in_features");
+  const int64_t k = w_t.size(0), n = w_t.size(1);
+  Table& t = table(handle);
+  // a contiguous x is [M, K] whatever its leading dims: the kernel needs only its pointer and M
+  const Segment* s = k > 0 && usable(x, x.device(), 0) && usable(w_t, x.device()) ? find(t, x.numel() / k, n, k) : nullptr;
+  if (s) {
+    at::DimVector sizes(x.sizes());
+    sizes.back() = n;
+    at::Tensor y = empty_half(sizes, x);
+    launch(t, *s, x.get_device(), x.data_ptr(), w_t.data_ptr(), y.data_ptr(), (int)(x.numel() / k), (int)n, (int)k);
+    if (b) y.add_(*b);
+    return y;
+  }
+  const at::Tensor x2 = x.dim() == 2 ? x : x.reshape({-1, k});
+  at::Tensor y = b ? at::addmm(*b, x2, w_t) : at::mm(x2, w_t);
+  if (x.dim() == 2) return y;
+  at::DimVector sizes(x.sizes());
+  sizes.back() = n;
+  return y.view(sizes);
 }
 
 // ---- building a table (called once, from Python) ----
@@ -315,14 +387,17 @@ void preload(int64_t handle, int64_t device) {
 TORCH_LIBRARY(evo, m) {
   m.def("matmul(Tensor a, Tensor b, int handle) -> Tensor");
   m.def("matmul_out(Tensor a, Tensor b, int handle, Tensor(a!) out) -> ()");
+  m.def("linear(Tensor x, Tensor w_t, Tensor? bias, int handle) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(evo, CUDA, m) {
   m.impl("matmul", &matmul);
   m.impl("matmul_out", &matmul_out);
+  m.impl("linear", &linear);
 }
 
-TORCH_LIBRARY_IMPL(evo, CPU, m) {  // nothing to launch on the CPU: torch computes it
+TORCH_LIBRARY_IMPL(evo, CPU, m) {  // nothing to launch on the CPU: torch computes it (route() says so)
+  m.impl("linear", &linear);
   m.impl("matmul", [](const at::Tensor& a, const at::Tensor& b, int64_t) { return at::matmul(a, b); });
   m.impl("matmul_out", [](const at::Tensor& a, const at::Tensor& b, int64_t, at::Tensor& out) {
     at::matmul_out(out, a, b);
@@ -334,4 +409,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("add_kernel", &add_kernel);
   m.def("add_segment", &add_segment);
   m.def("preload", &preload);
+  // the same code without the dispatcher, for eager calls from Python (extension.py registers
+  // torch.compile substitutes that call the operators instead)
+  m.def("matmul", &matmul_any);
+  m.def("linear", &linear);
 }

@@ -52,6 +52,11 @@ def _build() -> ModuleType:
     else:
         module = _build_without_ninja(name, home, libs)
     _register_fakes()
+    try:
+        _register_substitutes(module)
+    except Exception as e:  # eager calls do not need them: only torch.compile loses the traced path
+        log.warning(f"evo.dispatch: torch.compile will break the graph at evo.dispatch calls ({type(e).__name__}: "
+                    f"{e}); eager calls and CUDA graphs are not affected")
     return module
 
 
@@ -98,6 +103,42 @@ def _register_fakes() -> None:
     @torch.library.register_fake("evo::matmul_out")
     def _matmul_out(a, b, handle, out):
         return None
+
+    @torch.library.register_fake("evo::linear")
+    def _linear(x, w_t, bias, handle):
+        return x.new_empty((*x.shape[:-1], w_t.shape[1]))
+
+
+def _register_substitutes(module: ModuleType) -> None:
+    """What torch.compile traces in place of the pybind entry points (module.linear, module.matmul),
+    which eager code calls directly (no dispatcher: see evo_ops.cpp): the operators themselves, with
+    their fake implementations, so a compiled model has no graph break. Where a gradient is needed
+    torch's differentiable ops run, as the C++ code does eagerly."""
+    import torch
+    import torch.nn.functional as F
+    substitute = getattr(torch.compiler, "substitute_in_graph", None)
+    if substitute is None:  # torch < 2.5: eager calls still work; torch.compile breaks the graph there
+        log.warning("this torch has no torch.compiler.substitute_in_graph: a compiled model breaks its graph "
+                    "at each evo.dispatch call (torch 2.5 or newer traces them)")
+        return
+
+    # the overloads themselves, not torch.ops.evo.*: dynamo cannot trace the torch.ops namespace from here
+    linear_op, matmul_op, matmul_out_op = (torch.ops.evo.linear.default, torch.ops.evo.matmul.default,
+                                           torch.ops.evo.matmul_out.default)
+
+    @substitute(module.linear, skip_signature_check=True)
+    def _linear(x, w_t, bias, handle):
+        if torch.is_grad_enabled() and (x.requires_grad or w_t.requires_grad
+                                        or (bias is not None and bias.requires_grad)):
+            return F.linear(x, w_t.t(), bias)
+        return linear_op(x, w_t, bias, handle)
+
+    @substitute(module.matmul, skip_signature_check=True)
+    def _matmul(a, b, out, handle):
+        if out is None:
+            return matmul_op(a, b, handle)
+        matmul_out_op(a, b, handle, out)
+        return out
 
 
 def load() -> ModuleType | None:

@@ -2,40 +2,37 @@
 
 nn.Linear stores W as [out, in] = [N, K]; the kernels take B row-major [K, N]. Linear stores
 W.T contiguous once, when it is made (the original weight is not kept), so no call transposes.
-Inputs may have any leading batch dims; they are flattened to M rows. Under autograd (x needs a
-gradient) torch computes it: the kernels have no backward.
+A call is one call into C++ (the extension's `linear`, torch.ops.evo.linear under torch.compile):
+it flattens any leading batch dims to M rows, routes, and launches the kernel (then adds the bias
+in place) or runs torch's addmm/mm as nn.Linear does. Where x needs a gradient torch computes it:
+the kernels have no backward. The dispatcher (and its C++ table) is fixed when the layer is made.
 """
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from evo.core.errors import EvoError
-from evo.dispatch.dispatcher import Dispatcher, default
+from evo.dispatch.dispatcher import Dispatcher, default, torch_linear
 
 
 class Linear(torch.nn.Module):
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
                  dispatcher: Dispatcher | None = None):
         super().__init__()
-        self.dispatcher = dispatcher  # None: the configured one (evo.dispatch.configure or EVO_KERNELS)
+        self.dispatcher = dispatcher or default()  # None: torch runs every call (nothing configured)
         self.out_features, self.in_features = weight.shape
         self.register_buffer("weight_t", weight.detach().t().contiguous())  # [K, N] row-major
         self.register_buffer("bias", None if bias is None else bias.detach().clone())
+        # the C++ entry point and its table, looked up once: forward does no Python work of its own
+        self._linear = self.dispatcher.functions()[1] if self.dispatcher else torch_linear
+        self._handle = self.dispatcher.handle if self.dispatcher else None
 
     @classmethod
     def from_linear(cls, layer: torch.nn.Linear, dispatcher: Dispatcher | None = None) -> Linear:
         return cls(layer.weight, layer.bias, dispatcher)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.requires_grad and torch.is_grad_enabled():
-            return F.linear(x, self.weight_t.t(), self.bias)
-        rows = x.reshape(-1, self.in_features)
-        d = self.dispatcher or default()
-        y = d.matmul(rows, self.weight_t) if d is not None else torch.mm(rows, self.weight_t)
-        if self.bias is not None:
-            y += self.bias
-        return y.view(*x.shape[:-1], self.out_features)
+        return self._linear(x, self.weight_t, self.bias, self._handle)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
