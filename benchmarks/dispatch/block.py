@@ -11,10 +11,12 @@ are those of decoding, the attention part is not). Eager and CUDA graphs; output
 the plain block's (normwise relative error). A third copy, `forced`, runs every exported kernel in
 range whatever its re-check said (never-slower off), to show what that rule saves; it is labelled
 as such and is not what evo.dispatch does.
+Times are medians of 7 rounds of 50 forwards, the three copies measured in turns.
 Usage (GPU machine): python3 benchmarks/dispatch/block.py EXPORT_DIR [OUT.json]
 """
 import copy
 import json
+import statistics
 import sys
 
 import torch
@@ -58,9 +60,8 @@ class Block(torch.nn.Module):
         return x + self.down(F.silu(g) * u)
 
 
-def eager_ms(model, x, iters=20):
-    for _ in range(3):
-        model(x)
+def eager_ms(model, x, iters=50):
+    """Per-forward time of iters eager forwards in a row (host cost included, as a model sees it)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(iters):
@@ -70,7 +71,7 @@ def eager_ms(model, x, iters=20):
     return start.elapsed_time(end) / iters
 
 
-def graph_ms(model, x, iters=20):
+def capture(model, x):
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -79,15 +80,29 @@ def graph_ms(model, x, iters=20):
     torch.cuda.current_stream().wait_stream(s)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        out = model(x)
+        model(x)
     g.replay()
+    return g
+
+
+def graph_ms(g, iters=50):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(iters):
         g.replay()
     end.record()
     end.synchronize()
-    return start.elapsed_time(end) / iters, out
+    return start.elapsed_time(end) / iters
+
+
+def medians(measure, things, rounds=7):
+    """The median of `rounds` measurements of each thing, taken in turns (plain, evo, forced, plain, ...)
+    so that a drift of clocks or temperature during the run falls on all of them alike."""
+    times = [[] for _ in things]
+    for _ in range(rounds):
+        for t, thing in zip(times, things):
+            t.append(measure(thing))
+    return [statistics.median(t) for t in times]
 
 
 def main(folder, out_path=None):
@@ -122,9 +137,12 @@ def main(folder, out_path=None):
                 a = torch.empty(b * t, layer.in_features, dtype=torch.float16, device="cuda")
                 paths.append(evo.dispatch.explain(a, layer.weight_t).split(":")[0]
                              if isinstance(layer, evo.dispatch.Linear) else "torch")
-            e_plain, e_fast = eager_ms(plain, x), eager_ms(fast, x)
-            (g_plain, _), (g_fast, _) = graph_ms(plain, x), graph_ms(fast, x)
-            e_forced, (g_forced, _) = eager_ms(forced, x), graph_ms(forced, x)
+            models = (plain, fast, forced)
+            for model in models:  # warm-up: the first calls (cuBLAS heuristics, allocator) are not timed
+                for _ in range(3):
+                    model(x)
+            e_plain, e_fast, e_forced = medians(lambda model, x=x: eager_ms(model, x), models)
+            g_plain, g_fast, g_forced = medians(graph_ms, [capture(model, x) for model in models])
             tok = b * t
             row = {"case": case, "B": b, "T": t, "M": tok, "eager_tok_s": [tok / e_plain * 1e3, tok / e_fast * 1e3],
                    "graph_tok_s": [tok / g_plain * 1e3, tok / g_fast * 1e3], "rel_err": err, "paths": paths,
