@@ -215,3 +215,11 @@ def test_explain_says_torch_runs_when_the_extension_is_missing(tmp_path, monkeyp
     monkeypatch.setattr(extension, "_state", {"module": None, "why": "the evo.dispatch extension could not be built"})
     assert Dispatcher(tmp_path).explain(_Stand((16, 512)), _Stand((512, 256))).startswith(
         "torch: the evo.dispatch extension could not be built")
+
+
+def test_without_the_extension_matmul_and_linear_are_torchs_own(tmp_path, monkeypatch):
+    from evo.dispatch.dispatcher import torch_linear, torch_matmul
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "evo-export/2", "kernels": [], "tables": []}))
+    monkeypatch.setattr(extension, "_state", {"module": None, "why": "the evo.dispatch extension could not be built"})
+    d = Dispatcher(tmp_path)
+    assert d.functions() == (torch_matmul, torch_linear) and d.handle is None
