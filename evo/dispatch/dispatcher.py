@@ -113,6 +113,7 @@ class Dispatcher:
         return f"evo: {reason}; launch grid {seg['grid']} block {seg['block']} for M {seg['m_lo']}-{seg['m_hi']}"
 
 
+# What runs where the extension is not available, with the C++ entry points' signatures.
 def torch_matmul(a, b, out, handle):
     import torch
     return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
