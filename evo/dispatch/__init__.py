@@ -7,8 +7,9 @@
     evo.dispatch.patch(model)                    # nn.Linear layers of exported (N, K) -> evo.dispatch.Linear
 
 A call goes into a C++ extension (built once on this machine; see extension.py): directly through
-pybind when eager, as `torch.ops.evo.matmul`/`linear` under torch.compile. The C++ code launches the kernel that the export's dispatch table gives for its (N, K) and
-M on the current stream, and runs torch for everything else: another shape, dtype or device, a
+pybind when eager, as `torch.ops.evo.matmul`/`linear` under torch.compile. The C++ code launches
+the kernel that the export's dispatch table gives for its (N, K) and M on the current stream, and
+runs torch for everything else: another shape, dtype or device, a
 non-contiguous or misaligned tensor, an M outside the exported ranges, or a range whose kernel was
 not re-checked faster than torch on this GPU (`evo export --verify`; evo.core.dispatch_table).
 Kernels that split K keep one workspace per device: do not run one on several streams at once.
