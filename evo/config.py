@@ -107,6 +107,19 @@ class SweepConfig:
 
 
 @dataclass
+class CompareConfig:
+    budget: int = 24  # evaluations per shape for every arm
+    seeds: int = 3  # seeds of the seeded arms (search, uniform, random_tc); the shortlist runs once
+    out: str = "runs/compare"  # folder of the arms' archives and compare.json
+    arms: list[str] = field(default_factory=lambda: ["search", "shortlist", "random_tc", "uniform"])
+    report_only: bool = False  # only tabulate the finished arms found in `out`
+
+
+#: the arms `evo compare` knows (evo.search.compare implements exactly these)
+COMPARE_ARMS = ("search", "shortlist", "random_tc", "uniform")
+
+
+@dataclass
 class EvoConfig:
     shapes: ShapesConfig = MISSING
     search: SearchConfig = MISSING
@@ -116,6 +129,7 @@ class EvoConfig:
     evaluator: EvaluatorConfig = MISSING
     archive: ArchiveConfig = MISSING
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    compare: CompareConfig = field(default_factory=CompareConfig)
     family: Optional[str] = None  # evo sweep: the family to sweep (default: all)
     kernels: list[str] = field(default_factory=list)  # evo bench: .cu files to time beside the libraries
 
@@ -208,6 +222,10 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
         _choice("evaluator.libraries", lib, ("torch", "cublaslt_heuristic", "cublaslt_autotuned"))
     _choice("sweep.sample", c.sweep.sample, ("random", "exhaustive", "shortlist"))
     _at_least("sweep.budget", c.sweep.budget, 1)
+    _at_least("compare.budget", c.compare.budget, 1)
+    _at_least("compare.seeds", c.compare.seeds, 1)
+    for arm in c.compare.arms:
+        _choice("compare.arms", arm, COMPARE_ARMS)
     if c.family is not None:
         _choice("family", c.family, FAMILY_NAMES)
     if not c.archive.path:
