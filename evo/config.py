@@ -16,7 +16,7 @@ from evo.core.shapes import build_shape_set
 
 #: the choices of `mutator.structural` and `family` (evo.mutators and evo.families implement
 #: exactly these; a test keeps the lists in step)
-STRUCTURAL_OPERATORS = ("mutate_one", "mutate_many", "crossover", "change_family")
+STRUCTURAL_OPERATORS = ("mutate_one", "mutate_many", "crossover", "change_family", "compile_options", "revert_gene")
 FAMILY_NAMES = ("simt", "ampere", "hopper")
 
 
@@ -36,6 +36,8 @@ class SearchConfig:
     children_per_island: int = 8  # children made per island per generation
     transfer_every: int = 3  # generations between elite transfers to neighbouring shapes
     shapes_per_child: int = 1  # shapes a new child is evaluated on
+    seeds_per_shape: int = 2  # shortlist picks per shape and family evaluated first (1 when the budget is tight)
+    repair_share: float = 0.25  # at most this share of a generation's children repair failed children
     progress: bool = True
 
 
@@ -56,7 +58,7 @@ class MutatorConfig:
     learning_rate: float = 0.2
     baseline_decay: float = 0.9
     min_probability: float = 0.03
-    structural: list[str] = field(default_factory=lambda: ["mutate_one", "mutate_many", "crossover", "change_family"])
+    structural: list[str] = field(default_factory=lambda: list(STRUCTURAL_OPERATORS))
     penalty_compile_error: float = -1.0
     penalty_incorrect: float = -1.0
     penalty_crash: float = -2.0
@@ -183,6 +185,9 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _at_least("search.children_per_island", c.search.children_per_island, 1)
     _at_least("search.transfer_every", c.search.transfer_every, 0)
     _at_least("search.shapes_per_child", c.search.shapes_per_child, 1)
+    _at_least("search.seeds_per_shape", c.search.seeds_per_shape, 1)
+    if not 0 <= c.search.repair_share <= 1:
+        raise ConfigError(f"search.repair_share={c.search.repair_share}: must be in [0, 1]")
     _at_least("islands.n", c.islands.n, 1)
     _at_least("islands.population", c.islands.population, 2)
     _at_least("islands.tournament", c.islands.tournament, 1)

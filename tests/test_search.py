@@ -123,7 +123,7 @@ def test_uniform_policy_and_single_island_ablations_run(tmp_path):
     assert c.mutator.policy == "uniform" and c.islands.n == 1 and c.islands.migration == "off"
     run_search(c, raw)
     state = Archive.open(tmp_path / "e.sqlite").get_state(1, "policy")
-    assert state["kind"] == "uniform" and state["logits"] == {}
+    assert state["kind"] == "uniform" and state["shared"] == {} and state["by_bucket"] == {}
 
 
 def test_policy_learns_to_prefer_the_rewarding_operator():
