@@ -11,7 +11,8 @@ Every shape is an arm. Its expected gain per evaluation is
   best by at least `MIN_GAIN` (Beta(1, 1) prior, so an untried shape starts at 1/2).
 - `exploration`: a UCB term, so no shape is starved.
 
-A shape without any correct kernel yet comes first. Within one generation each pick counts as a
+A shape without any correct kernel yet comes first (for its first `UNKNOWN_FIRST` evaluations; a
+shape where nothing works must not swallow the budget either). Within one generation each pick counts as a
 try (without a win) at once, so the children of one generation spread over the shapes that pay.
 The geomean over shapes weighs every shape's log gain equally, hence a plain sum of log gains.
 The state is plain JSON, saved with the search and restored on resume.
@@ -27,6 +28,7 @@ DISCOUNT = 0.9  # per try on a shape: recent progress counts most
 MIN_GAIN = 0.005  # a best improved by less than 0.5% is noise, not progress
 HEADROOM_CAP = 1.0  # log time: at most e-fold is expected from one shape
 EXPLORATION = 0.05
+UNKNOWN_FIRST = 3  # evaluations a shape without a correct kernel goes first for (then: by expected gain)
 
 
 @dataclass
@@ -65,8 +67,8 @@ class ShapeAllocator:
     def gain(self, shape: Shape) -> float:
         """Expected log gain of one more evaluation on `shape`."""
         a = self.arms[shape]
-        if a.best_ms is None:
-            return math.inf  # no correct kernel yet: nothing is known, everything to win
+        if a.best_ms is None and a.evaluations < UNKNOWN_FIRST:  # nothing known yet: first, one pick at a time
+            return 1e6 / (1 + a.tries)
         total = sum(x.evaluations for x in self.arms.values())
         p = (a.wins + 1) / (a.tries + 2)
         return p * self.headroom(shape) + EXPLORATION * math.sqrt(math.log(total + 1) / (a.evaluations + 1))

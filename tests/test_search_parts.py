@@ -1,0 +1,144 @@
+"""The search's parts: the shape bandit, the repair queue, the shared operator policy, compile
+options, and variation that never touches the process-global `random`."""
+import random
+import re
+
+import pytest
+
+from evo.archive import Archive
+from evo.cli.hydra_app import compose
+from evo.core.compile_options import OptionError, nvcc_flags, options_of, with_options
+from evo.core.shapes import Shape
+from evo.families import FAMILIES
+from evo.islands import Individual, Island
+from evo.mutators.policy import OperatorPolicy
+from evo.mutators.structural import OPERATORS
+from evo.search import run_search
+from evo.search.allocation import ShapeAllocator
+from tests.fake_anthropic import FakeAnthropic, message, prompt_of, source_in
+
+A, B, C = Shape(64, 4096, 4096), Shape(256, 4096, 4096), Shape(1024, 4096, 4096)
+
+
+def test_the_bandit_tries_every_shape_then_spends_on_the_shape_that_improves():
+    alloc = ShapeAllocator({A: 0.01, B: 0.01, C: 0.01})
+    assert {alloc.pick([A, B, C]) for _ in range(3)} == {A, B, C}  # unmeasured shapes first
+    for s in (A, B, C):
+        alloc.observe(s, 0.05, 0.5, picked=True)
+    times = {A: 0.05, B: 0.05, C: 0.05}
+    for _ in range(60):
+        s = alloc.pick([A, B, C])
+        if s == B:  # only B keeps improving
+            times[B] *= 0.97
+        alloc.observe(s, times[s], 0.5 * 0.05 / times[s], picked=True)
+    share = alloc.share()
+    assert share[str(B)] > share[str(A)] + 10 and share[str(B)] > share[str(C)] + 10, share
+    assert min(share.values()) >= 4  # exploration keeps the others alive
+    again = ShapeAllocator({A: 0.01, B: 0.01, C: 0.01})
+    again.load(alloc.to_json())
+    assert again.to_json() == alloc.to_json() and again.pick([A, B, C]) == alloc.pick([A, B, C])
+
+
+def test_a_shape_at_its_floor_gets_less_than_one_with_headroom():
+    alloc = ShapeAllocator({A: 0.05, B: 0.01})
+    alloc.observe(A, 0.0501, 1.2, picked=False)  # at its roofline floor and ahead of the libraries
+    alloc.observe(B, 0.05, 0.5, picked=False)  # 5x off its floor, behind the libraries
+    assert alloc.gain(B) > alloc.gain(A)
+
+
+def test_the_policy_shares_what_it_learns_across_contexts():
+    p = OperatorPolicy(["good", "bad"], learning_rate=0.3, min_probability=0.02)
+    rng = random.Random(0)
+    for _ in range(200):
+        op = p.choose("1-10 GFLOP|hopper", rng)
+        p.update("1-10 GFLOP|hopper", op, {"good": 0.5, "bad": -1.0}[op])
+    unseen = p.probabilities(">=1 TFLOP|ampere")  # no use in this bucket or family yet
+    assert unseen["good"] > 0.7
+    assert p.probabilities("1-10 GFLOP|hopper")["good"] > unseen["good"]  # the offsets add what is particular
+    state = p.state()
+    assert set(state) >= {"shared", "by_bucket", "by_family", "baseline", "uses"}
+    q = OperatorPolicy(["good", "bad"], learning_rate=0.3, min_probability=0.02)
+    q.load(state)
+    assert q.probabilities("x|simt") == p.probabilities("x|simt")
+
+
+def test_compile_options_are_part_of_the_source_and_only_whitelisted(compiler):
+    amp = FAMILIES["ampere"].candidate(FAMILIES["ampere"].default)
+    capped = with_options(amp.source, {"minblocks": "4", "dlcm": "cg"})
+    assert options_of(capped) == {"minblocks": "4", "dlcm": "cg"}
+    assert "__launch_bounds__(THREADS, 4)" in capped and nvcc_flags(capped) == ("-Xptxas", "-dlcm=cg")
+    assert with_options(capped, {}) == amp.source  # options removed: the seed again
+    plain, small = compiler.compile(amp.source), compiler.compile(capped)
+    assert plain.ok and small.ok and small.resources.registers <= 128 < plain.resources.registers
+    assert compiler.key(capped) != compiler.key(amp.source)
+    bad = "// evo-nvcc: maxrregcount=16 Xcompiler=-fplugin\n" + amp.source
+    with pytest.raises(OptionError, match="not allowed"):
+        options_of(bad)
+    r = compiler.compile(bad)
+    assert not r.ok and "not allowed" in r.log
+
+
+def test_the_compile_options_operator_changes_one_option_and_children_inherit_options():
+    rng = random.Random(1)
+    parent = FAMILIES["ampere"].candidate(FAMILIES["ampere"].default)
+    op = OPERATORS["compile_options"]
+    child = op.apply([parent], rng)
+    assert child.id != parent.id and child.params == parent.params and len(options_of(child.source)) == 1
+    grandchild = OPERATORS["mutate_one"].apply([child], rng)
+    assert options_of(grandchild.source).items() <= options_of(child.source).items()
+    assert options_of(grandchild.source) == options_of(child.source) or "minblocks" in options_of(child.source)
+
+
+def test_revert_gene_moves_a_failed_child_back_towards_its_parent():
+    fam = FAMILIES["ampere"]
+    parent = fam.candidate(fam.default)
+    failed = fam.candidate(fam.repair(dict(fam.default, STAGES=2, BK=64 if fam.default.get("BK") != 64 else 32),
+                                      random.Random(0)))
+    differing = {k for k in fam.space if failed.params[k] != parent.params[k]}
+    assert differing
+    op = OPERATORS["revert_gene"]
+    assert op.repairs and op.applies([failed, parent]) and not op.applies([parent, parent])
+    child = op.apply([failed, parent], random.Random(0))
+    assert sum(child.params[k] != parent.params[k] for k in fam.space) < len(differing) or len(differing) == 1
+
+
+def test_variation_never_touches_the_global_random():
+    state = random.getstate()
+    rng = random.Random(3)
+    fam = FAMILIES["hopper"]
+    a, b = fam.candidate(fam.default), fam.candidate(fam.suggest(512, 4096, 4096)[0])
+    island = Island(0, [A], members=[Individual(a.id, A, 1.0), Individual(b.id, A, 0.5)])
+    for _ in range(20):
+        island.select(2, rng)
+        for name in ("mutate_one", "mutate_many", "crossover", "change_family", "compile_options"):
+            OPERATORS[name].apply([a, b], rng)
+    assert random.getstate() == state
+
+
+def test_failed_children_reach_the_llm_repair_prompts(monkeypatch, tmp_path, compile_cache):
+    """The fake model answers improvement prompts with a wrong kernel and repair prompts with a fix."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+
+    def behaviour(req, n):
+        prompt = prompt_of(req)
+        block = re.search(r"// @evo block\s*=.*", source_in(prompt)).group(0)
+        if prompt.startswith("Operator: repair_incorrect"):
+            return 200, message(f"<<<<<<< SEARCH\n{block}\n// evo-sim: incorrect\n=======\n{block}\n"
+                                ">>>>>>> REPLACE\n"), 0
+        return 200, message(f"<<<<<<< SEARCH\n{block}\n=======\n{block}\n// evo-sim: incorrect\n>>>>>>> REPLACE\n"), 0
+
+    with FakeAnthropic(behaviour) as server:
+        c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[1024x1024x1024]", "llm=anthropic",
+                          f"llm.base_url={server.url}", "llm.prompts=[deepen_pipeline,repair_incorrect]",
+                          "mutator.structural=[]", "search.max_evaluations=10", "islands.n=1",
+                          "islands.population=4", "search.children_per_island=4", "search.progress=false",
+                          "search.seeds_per_shape=1", "islands.specialize=none", "search.seed=1",
+                          "search.repair_share=0.5", f"archive.path={tmp_path / 'r.sqlite'}"])
+        result = run_search(c, raw)
+        repair_prompts = [r for r in server.requests if prompt_of(r).startswith("Operator: repair_incorrect")]
+    assert repair_prompts, "no failed child reached a repair prompt"
+    archive = Archive.open(result.archive)
+    state = archive.get_state(result.run_id, "search")
+    assert state["repair_uses"] == len(repair_prompts)
+    ops = {r["operator"] for r in archive.db.query("select operator from llm_calls")}
+    assert {"llm:deepen_pipeline", "llm:repair_incorrect"} <= ops
