@@ -38,6 +38,8 @@ class SearchConfig:
     shapes_per_child: int = 1  # shapes a new child is evaluated on
     seeds_per_shape: int = 2  # shortlist picks per shape and family evaluated first (1 when the budget is tight)
     repair_share: float = 0.25  # at most this share of a generation's children repair failed children
+    screen_factor: int = 1  # k > 1: make k times the children, the cost model picks the 1/k to evaluate
+    screen_explore: float = 0.25  # share of the screened-in children drawn at random instead
     progress: bool = True
 
 
@@ -186,6 +188,9 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _at_least("search.transfer_every", c.search.transfer_every, 0)
     _at_least("search.shapes_per_child", c.search.shapes_per_child, 1)
     _at_least("search.seeds_per_shape", c.search.seeds_per_shape, 1)
+    _at_least("search.screen_factor", c.search.screen_factor, 1)
+    if not 0 <= c.search.screen_explore <= 1:
+        raise ConfigError(f"search.screen_explore={c.search.screen_explore}: must be in [0, 1]")
     if not 0 <= c.search.repair_share <= 1:
         raise ConfigError(f"search.repair_share={c.search.repair_share}: must be in [0, 1]")
     _at_least("islands.n", c.islands.n, 1)

@@ -22,15 +22,16 @@ A, B, C = Shape(64, 4096, 4096), Shape(256, 4096, 4096), Shape(1024, 4096, 4096)
 
 def test_the_bandit_tries_every_shape_then_spends_on_the_shape_that_improves():
     alloc = ShapeAllocator({A: 0.01, B: 0.01, C: 0.01})
-    assert {alloc.pick([A, B, C]) for _ in range(3)} == {A, B, C}  # unmeasured shapes first
+    assert {alloc.pick([A, B, C]) for _ in range(3)} == {A, B, C}  # unmeasured shapes first, spread
+    alloc.settle()
     for s in (A, B, C):
-        alloc.observe(s, 0.05, 0.5, picked=True)
+        alloc.observe(s, 0.05, 0.5)
     times = {A: 0.05, B: 0.05, C: 0.05}
     for _ in range(60):
         s = alloc.pick([A, B, C])
         if s == B:  # only B keeps improving
             times[B] *= 0.97
-        alloc.observe(s, times[s], 0.5 * 0.05 / times[s], picked=True)
+        alloc.observe(s, times[s], 0.5 * 0.05 / times[s])
     share = alloc.share()
     assert share[str(B)] > share[str(A)] + 10 and share[str(B)] > share[str(C)] + 10, share
     assert min(share.values()) >= 4  # exploration keeps the others alive
@@ -41,8 +42,8 @@ def test_the_bandit_tries_every_shape_then_spends_on_the_shape_that_improves():
 
 def test_a_shape_at_its_floor_gets_less_than_one_with_headroom():
     alloc = ShapeAllocator({A: 0.05, B: 0.01})
-    alloc.observe(A, 0.0501, 1.2, picked=False)  # at its roofline floor and ahead of the libraries
-    alloc.observe(B, 0.05, 0.5, picked=False)  # 5x off its floor, behind the libraries
+    alloc.observe(A, 0.0501, 1.2)  # at its roofline floor and ahead of the libraries
+    alloc.observe(B, 0.05, 0.5)  # 5x off its floor, behind the libraries
     assert alloc.gain(B) > alloc.gain(A)
 
 
@@ -142,3 +143,49 @@ def test_failed_children_reach_the_llm_repair_prompts(monkeypatch, tmp_path, com
     assert state["repair_uses"] == len(repair_prompts)
     ops = {r["operator"] for r in archive.db.query("select operator from llm_calls")}
     assert {"llm:deepen_pipeline", "llm:repair_incorrect"} <= ops
+
+
+def _simulated_measurements(n: int, seed: int):
+    """(candidate, shape, log(time / floor)) from the CPU test double's model: modelled, not measured."""
+    import math
+
+    from evo.evaluation.simulated import PEAKS, model_time_ms
+    rng = random.Random(seed)
+    shapes = [Shape(1, 6144, 4096), Shape(77, 4096, 4096), Shape(333, 4096, 14336), Shape(2048, 28672, 4096),
+              Shape(197, 3072, 768), Shape(1024, 1024, 1024), Shape(64, 1024, 4096), Shape(4096, 4096, 4096)]
+    out = []
+    while len(out) < n:
+        fam = FAMILIES[rng.choice(["hopper", "ampere"])]
+        cand, shape = fam.candidate(fam.random(rng)), rng.choice(shapes)
+        if cand.declaration.supports(shape):
+            out.append((cand, shape, math.log(model_time_ms(cand.source, shape) / PEAKS.floor_ms(shape.flops,
+                                                                                                   shape.min_bytes))))
+    return out
+
+
+def test_the_cost_model_ranks_held_out_children_and_screening_keeps_most_of_the_best():
+    from evo.search.cost_model import CostModel, features, screen, spearman
+    data = _simulated_measurements(300, seed=0)
+    train, held_out = data[:200], data[200:]
+    model = CostModel()
+    for cand, shape, y in train:
+        model.add(f"{cand.id}|{shape}", features(cand, shape), y)
+    predicted = model.predict([features(c, s) for c, s, _ in held_out])
+    truth = [y for _, _, y in held_out]
+    assert spearman(predicted, truth) > 0.7
+    # evaluating the predicted best third (no exploration) finds most of the true best tenth
+    kept = set(screen(predicted, len(held_out) // 3, random.Random(0), explore=0.0))
+    best = sorted(range(len(truth)), key=truth.__getitem__)[:len(truth) // 10]
+    assert sum(i in kept for i in best) >= 0.7 * len(best)
+    with_exploration = screen(predicted, 30, random.Random(0), explore=0.25)
+    assert len(with_exploration) == 30 and sum(i not in kept for i in with_exploration) >= 1
+
+
+def test_a_search_with_screening_keeps_children_from_the_gpu(tmp_path, compile_cache):
+    c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[77x4096x4096,1024x1024x1024]",
+                      "llm=none", "search.progress=false", "search.max_evaluations=40", "islands.n=1",
+                      "islands.population=6", "search.children_per_island=6", "search.screen_factor=3",
+                      "search.seed=2", f"archive.path={tmp_path / 's.sqlite'}"])
+    result = run_search(c, raw)
+    state = Archive.open(result.archive).get_state(result.run_id, "search")
+    assert state["screened_out"] > 0 and 40 <= state["spent"] <= 46

@@ -51,6 +51,7 @@ class ShapeArm:
 class ShapeAllocator:
     floor_ms: dict[Shape, float]  # roofline floor of each shape
     arms: dict[Shape, ShapeArm] = field(default_factory=dict)
+    pending: dict[Shape, int] = field(default_factory=dict)  # picks of this generation not observed yet
 
     def __post_init__(self):
         for s in self.floor_ms:
@@ -67,28 +68,34 @@ class ShapeAllocator:
     def gain(self, shape: Shape) -> float:
         """Expected log gain of one more evaluation on `shape`."""
         a = self.arms[shape]
+        waiting = self.pending.get(shape, 0)
         if a.best_ms is None and a.evaluations < UNKNOWN_FIRST:  # nothing known yet: first, one pick at a time
-            return 1e6 / (1 + a.tries)
-        total = sum(x.evaluations for x in self.arms.values())
-        p = (a.wins + 1) / (a.tries + 2)
-        return p * self.headroom(shape) + EXPLORATION * math.sqrt(math.log(total + 1) / (a.evaluations + 1))
+            return 1e6 / (1 + a.tries + waiting)
+        total = sum(x.evaluations for x in self.arms.values()) + sum(self.pending.values())
+        p = (a.wins + 1) / (a.tries + waiting + 2)
+        return p * self.headroom(shape) + EXPLORATION * math.sqrt(math.log(total + 1) / (a.evaluations + waiting + 1))
 
     def pick(self, shapes: list[Shape]) -> Shape:
-        """The shape of `shapes` with the highest expected gain (ties: the first); counted as a try."""
+        """The shape of `shapes` with the highest expected gain (ties: the first), pending until observed."""
         best = max(shapes, key=self.gain)
-        self.arms[best].tries = DISCOUNT * self.arms[best].tries + 1  # the win, if any, comes in observe()
+        self.pending[best] = self.pending.get(best, 0) + 1
         return best
 
-    def observe(self, shape: Shape, time_ms: float | None, speedup: float | None, *, picked: bool) -> bool:
-        """One evaluation's result on `shape` (picked: it was chosen by pick(), which counted the try).
-        Returns whether it improved the shape's best."""
+    def settle(self) -> None:
+        """A new generation: picks never observed (children not evaluated) are forgotten."""
+        self.pending.clear()
+
+    def observe(self, shape: Shape, time_ms: float | None, speedup: float | None) -> bool:
+        """One evaluation's result on `shape` (time None: not correct). Returns whether it improved
+        the shape's best by at least MIN_GAIN."""
         a = self.arms.get(shape)
         if a is None:
             return False
         a.evaluations += 1
-        if not picked:
-            a.tries = DISCOUNT * a.tries + 1
-        improved = bool(time_ms) and (a.best_ms is None or time_ms < a.best_ms * (1 - MIN_GAIN))  # type: ignore[operator]
+        a.tries = DISCOUNT * a.tries + 1
+        if self.pending.get(shape):
+            self.pending[shape] -= 1
+        improved = time_ms is not None and (a.best_ms is None or time_ms < a.best_ms * (1 - MIN_GAIN))
         if time_ms and (a.best_ms is None or time_ms < a.best_ms):
             a.best_ms, a.speedup = time_ms, speedup
         a.wins = DISCOUNT * a.wins + (1.0 if improved else 0.0)

@@ -39,6 +39,7 @@ from evo.mutators.policy import OperatorPolicy
 from evo.mutators.rewards import reward
 from evo.mutators.structural import OPERATORS
 from evo.search.allocation import ShapeAllocator
+from evo.search.cost_model import CostModel, features, screen
 from evo.search.state import Plan, SearchState
 from evo.search.sweep import plan as shortlist
 
@@ -74,6 +75,7 @@ class Search:
         self.rng = random.Random(c.search.seed)
         peaks = evaluator.peaks(evaluator.devices[0].key)
         self.allocator = ShapeAllocator({s: peaks.floor_ms(s.flops, s.min_bytes) for s in self.shapes})
+        self.cost = CostModel()  # refit from every correct measurement (used when search.screen_factor > 1)
         self.best_on: dict[Shape, tuple[float, str, float]] = {}  # shape -> (time, kernel, speedup) of its best
         self.state = SearchState()
         self.known: dict[tuple[str, Shape], Outcome] = {}  # evaluated before this generation
@@ -112,6 +114,8 @@ class Search:
             (self.known if generation < self.state.generation else self.replay)[(kernel_id, shape)] = outcome
         for (kernel_id, shape), outcome in self.known.items():
             self._note_best(kernel_id, shape, outcome)
+            if kernel_id in self.candidates:
+                self._learn(self.candidates[kernel_id], shape, outcome)
         measured = [Individual(kid, shape, o.speedup or 0.0) for (kid, shape), o in self.known.items()
                     if kid in self.candidates]
         note = regroup(self.islands, saved.islands, measured)
@@ -147,6 +151,16 @@ class Search:
                 self.known[(kid, shape)] = outcome
                 self._note_best(kid, shape, outcome)
         return results
+
+    def _observe(self, cand: Candidate, shape: Shape, o: Outcome) -> None:
+        """A new measurement, in plan order: to the shape allocator and the cost model."""
+        self.allocator.observe(shape, o.time_ms if o.status == Status.OK else None, o.speedup)
+        self._learn(cand, shape, o)
+
+    def _learn(self, cand: Candidate, shape: Shape, o: Outcome) -> None:
+        if o.status == Status.OK and o.time_ms:
+            self.cost.add(f"{cand.id}|{shape}", features(cand, shape, num_sms=self.ev.num_sms),
+                          math.log(o.time_ms / self.allocator.floor_ms[shape]))
 
     def _note_best(self, kernel_id: str, shape: Shape, o: Outcome) -> None:
         """Keep the fastest correct kernel per shape (ties: the smaller id, so any order gives the same)."""
@@ -192,7 +206,7 @@ class Search:
                 isl.add([Individual(cand.id, shape, o.speedup or 0.0)])
             if (cand.id, shape) not in observed:
                 observed.add((cand.id, shape))
-                self.allocator.observe(shape, o.time_ms if o.status == Status.OK else None, o.speedup, picked=False)
+                self._observe(cand, shape, o)
                 if o.status != Status.OK:
                     self.state.failures[str(o.status)] += 1
         self.state.generation = 1
@@ -247,13 +261,14 @@ class Search:
         name = self.policy.choose(context, self.rng, allowed)
         known = self.known.get((parent.id, shape)) if parent else None
         plan = Plan(entry["island"], name, None, shape, known.speedup if known else None, context,
-                    picked=False, repair_depth=entry.get("depth", 0) + 1, origin=entry["parent"])
+                    repair_depth=entry.get("depth", 0) + 1, origin=entry["parent"])
         plan.parents = both[:getattr(self.operators[name], "arity", 1)]
         return plan
 
     def _plans(self) -> list[Plan]:
         """This generation's children: repairs first (up to `search.repair_share`), then new children
         from every island in turn."""
+        self.allocator.settle()
         remaining = self.c.search.max_evaluations - self.state.spent
         active = [isl for isl in self.islands if isl.members]
         per_island = max(1, min(self.c.search.children_per_island, remaining // max(1, len(self.islands))))
@@ -263,6 +278,8 @@ class Search:
             plan = self._repair_plan(self.state.repairs.pop(0))
             if plan is not None:
                 plans.append(plan)
+        if self._screening():  # make more children than will be evaluated: the cost model keeps the best
+            total = len(plans) + (total - len(plans)) * self.c.search.screen_factor
         turn = 0
         while active and len(plans) < total:
             plans.append(self._plan(active[turn % len(active)]))
@@ -303,6 +320,7 @@ class Search:
         spent_before = self.state.spent
         plans = self._plans()
         self._make_children(plans)
+        plans = self._screen(plans)
         results = self._evaluate_children(plans)
         self._fold(plans, results)
         if self.c.search.transfer_every and g % self.c.search.transfer_every == 0:
@@ -311,6 +329,29 @@ class Search:
             migrate(self.islands, topology=self.c.islands.migration, migrants=self.c.islands.migrants)
         self.state.stalled = self.state.stalled + 1 if self.state.spent == spent_before else 0
         self.state.generation = g + 1
+
+    def _screening(self) -> bool:
+        return self.c.search.screen_factor > 1 and self.cost.ready
+
+    def _screen(self, plans: list[Plan]) -> list[Plan]:
+        """With search.screen_factor = k > 1: of the new structural children not measured yet, keep the
+        1/k the cost model predicts to gain most over their shape's best (a share at random, for
+        exploration); repairs, LLM children and failed operator uses are kept as they are."""
+        if not self._screening():
+            return plans
+        open_ = [i for i, p in enumerate(plans) if p.candidate and not p.repair_depth and not p.operator.startswith("llm:")
+                 and (p.candidate.id, p.shape) not in self.known]
+        if not open_:
+            return plans
+        children = [(c, plans[i].shape) for i in open_ if (c := plans[i].candidate)]
+        predicted = self.cost.predict([features(c, s, num_sms=self.ev.num_sms) for c, s in children])
+        best = [math.log(self.best_on[plans[i].shape][0] / self.allocator.floor_ms[plans[i].shape])
+                if plans[i].shape in self.best_on else 0.0 for i in open_]
+        keep = screen([p - b for p, b in zip(predicted, best)], math.ceil(len(open_) / self.c.search.screen_factor),
+                      self.rng, explore=self.c.search.screen_explore)
+        dropped = {open_[j] for j in range(len(open_)) if j not in set(keep)}
+        self.state.screened_out += len(dropped)
+        return [p for i, p in enumerate(plans) if i not in dropped]
 
     def _evaluate_children(self, plans: list[Plan]) -> dict:
         """Compile the children ahead and evaluate them at their shapes."""
@@ -346,7 +387,7 @@ class Search:
                                                              self.c.mutator, duplicate=duplicate))
             if duplicate:
                 continue
-            self.allocator.observe(p.shape, o.time_ms if o.status == Status.OK else None, o.speedup, picked=p.picked)
+            self._observe(p.candidate, p.shape, o)
             if o.status == Status.OK:
                 self.islands[p.island].add([Individual(p.candidate.id, p.shape, o.speedup or 0.0)])
                 continue
@@ -380,7 +421,7 @@ class Search:
         results = self._evaluate(pairs, island_of={})
         for cand, shape in pairs:
             o = results[(cand.id, shape)]
-            self.allocator.observe(shape, o.time_ms if o.status == Status.OK else None, o.speedup, picked=False)
+            self._observe(cand, shape, o)
             if o.status == Status.OK:
                 for isl in self.islands:
                     if shape in isl.shapes and self._fits(isl, cand.id):
