@@ -16,7 +16,8 @@ from evo.core.shapes import build_shape_set
 
 #: the choices of `mutator.structural` and `family` (evo.mutators and evo.families implement
 #: exactly these; a test keeps the lists in step)
-STRUCTURAL_OPERATORS = ("mutate_one", "mutate_many", "crossover", "change_family", "compile_options", "revert_gene")
+STRUCTURAL_OPERATORS = ("mutate_one", "mutate_many", "crossover", "change_family", "compile_options", "revert_gene",
+                        "next_pick")
 FAMILY_NAMES = ("simt", "ampere", "hopper")
 
 

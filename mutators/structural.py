@@ -97,6 +97,8 @@ class StructuralOperator:
             return _change_option(first, rng)
         if self.name == "revert_gene":
             return _revert_gene(first, parents[1], rng)
+        if self.name == "next_pick":
+            return _next_pick(first, _context.get("shape"))
         family = FAMILIES.get(first.family or "") or FAMILIES["hopper"]
         params = first.params if family.valid(first.params) else family.default
         if self.name == "mutate_one":  # one parameter to a neighbouring value
@@ -120,6 +122,20 @@ class StructuralOperator:
         child = family.repair(child, rng)
         made = family.candidate(child, operator=self.name, parents=tuple(p.id for p in parents))
         return made if self.name == "change_family" else carry_options(first, made)
+
+
+def _next_pick(parent: Candidate, shape) -> Candidate | None:
+    """The family's shortlist pick for the shape ranked after the parent's configuration (the first
+    pick when the parent is not on the list): the shortlist walked where the search finds it pays."""
+    family = FAMILIES[parent.family or ""]
+    if shape is None:
+        return None
+    picks = family.suggest(shape.M, shape.N, shape.K, limit=64)
+    rank = picks.index(parent.params) + 1 if parent.params in picks else 0
+    if rank >= len(picks):
+        return None
+    made = family.candidate(picks[rank], operator="next_pick", parents=(parent.id,))
+    return carry_options(parent, made)
 
 
 def _levers(source: str) -> list[str]:
@@ -184,4 +200,5 @@ OPERATORS: dict[str, StructuralOperator] = {op.name: op for op in (
     StructuralOperator("compile_options", 1, "change one compile option: register cap (launch-bounds min blocks "
                        "or -maxrregcount), L1 caching of loads, ptxas optimizations"),
     StructuralOperator("revert_gene", 2, "repair: revert one gene of a failed child to its parent's value"),
+    StructuralOperator("next_pick", 1, "the family's shortlist pick for the target shape ranked after the parent's"),
 )}

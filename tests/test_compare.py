@@ -31,3 +31,10 @@ def test_evaluations_to_95_count_per_shape():
     trace = [{"M": 1, "N": 64, "K": 64, "speedup": 0.5}, {"M": 2, "N": 64, "K": 64, "speedup": 1.0},
              {"M": 1, "N": 64, "K": 64, "speedup": None}, {"M": 1, "N": 64, "K": 64, "speedup": 0.96}]
     assert evaluations_to_95(trace, {a: 1.0, b: 1.0}) == {a: 3, b: 1}
+
+
+def test_compare_is_a_hydra_command_with_help():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "evo", "compare", "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "usage: evo compare" in out.stdout and "compare.budget=N" in out.stdout

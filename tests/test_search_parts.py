@@ -189,3 +189,13 @@ def test_a_search_with_screening_keeps_children_from_the_gpu(tmp_path, compile_c
     result = run_search(c, raw)
     state = Archive.open(result.archive).get_state(result.run_id, "search")
     assert state["screened_out"] > 0 and 40 <= state["spent"] <= 46
+
+
+def test_next_pick_walks_the_shortlist_of_the_target_shape():
+    fam, shape = FAMILIES["hopper"], Shape(333, 4096, 14336)
+    picks = fam.suggest(shape.M, shape.N, shape.K, limit=64)
+    first = fam.candidate(picks[0])
+    child = OPERATORS["next_pick"].apply([first], random.Random(0), shape=shape)
+    assert child.params == picks[1] and child.parents == (first.id,)
+    off_list = fam.candidate(fam.repair(dict(fam.default, GROUP_M=1, STAGES=2), random.Random(0)))
+    assert OPERATORS["next_pick"].apply([off_list], random.Random(0), shape=shape).params == picks[0]

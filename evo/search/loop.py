@@ -216,7 +216,7 @@ class Search:
     def _context(self, shape: Shape, cand: Candidate) -> str:
         return f"{shape.bucket}|{cand.family or 'other'}"
 
-    def _plan(self, isl: Island) -> Plan:
+    def _plan(self, isl: Island, *, structural_only: bool = False) -> Plan:
         """Choose the shape (allocator), the parent and the operator (all random choices happen here,
         in a fixed order)."""
         shape = self.allocator.pick(isl.shapes)
@@ -230,7 +230,8 @@ class Search:
         parent_fit = parent.fitness if shape == parent.shape else (known.speedup if known else None)
         context = self._context(shape, cand)
         info = self._info([cand], shape)
-        allowed = [n for n, op in self.operators.items() if not repairs(op) and op.applies([cand], info)]
+        allowed = [n for n, op in self.operators.items() if not repairs(op) and op.applies([cand], info)
+                   and not (structural_only and n.startswith("llm:"))]
         if not allowed:
             return Plan(isl.index, "", None, shape, parent_fit, context, "no operator applies to this parent")
         name = self.policy.choose(context, self.rng, allowed)
@@ -274,15 +275,16 @@ class Search:
         per_island = max(1, min(self.c.search.children_per_island, remaining // max(1, len(self.islands))))
         total = per_island * len(active)
         plans: list[Plan] = []
-        while self.state.repairs and len(plans) < int(total * self.c.search.repair_share):
+        while self.state.repairs and len(plans) < math.ceil(total * self.c.search.repair_share):
             plan = self._repair_plan(self.state.repairs.pop(0))
             if plan is not None:
                 plans.append(plan)
+        base = total
         if self._screening():  # make more children than will be evaluated: the cost model keeps the best
             total = len(plans) + (total - len(plans)) * self.c.search.screen_factor
         turn = 0
-        while active and len(plans) < total:
-            plans.append(self._plan(active[turn % len(active)]))
+        while active and len(plans) < total:  # the extra children for screening: structural only (cheap)
+            plans.append(self._plan(active[turn % len(active)], structural_only=len(plans) >= base))
             turn += 1
         return plans
 
@@ -320,6 +322,7 @@ class Search:
         spent_before = self.state.spent
         plans = self._plans()
         self._make_children(plans)
+        self._drop_unsupported(plans)
         plans = self._screen(plans)
         results = self._evaluate_children(plans)
         self._fold(plans, results)
@@ -329,6 +332,16 @@ class Search:
             migrate(self.islands, topology=self.c.islands.migration, migrants=self.c.islands.migrants)
         self.state.stalled = self.state.stalled + 1 if self.state.spent == spent_before else 0
         self.state.generation = g + 1
+
+    def _drop_unsupported(self, plans: list[Plan]) -> None:
+        """A child whose declaration refuses its shape would only spend an evaluation to say so."""
+        for p in plans:
+            try:
+                refused = p.candidate is not None and not p.candidate.declaration.supports(p.shape, num_sms=self.ev.num_sms)
+            except EvoError:  # a broken declaration: the evaluator's static checks say what is wrong
+                refused = False
+            if refused:
+                p.candidate, p.failure, p.failure_kind = None, f"the child does not support {p.shape}", "unsupported"
 
     def _screening(self) -> bool:
         return self.c.search.screen_factor > 1 and self.cost.ready
@@ -376,8 +389,10 @@ class Search:
                 if p.failure_kind in ("unavailable", "refused", "budget"):  # the API's trouble, not the operator's
                     self.state.failures[f"llm_{p.failure_kind}"] += 1
                     continue
-                self.policy.update(p.context, p.operator, self.c.mutator.penalty_compile_error)
-                self.state.failures["operator_failed"] += 1
+                unsupported = p.failure_kind == "unsupported"
+                self.policy.update(p.context, p.operator, reward(Status.UNSUPPORTED, None, None, self.c.mutator)
+                                   if unsupported else self.c.mutator.penalty_compile_error)
+                self.state.failures["unsupported_child" if unsupported else "operator_failed"] += 1
                 continue
             key = (p.candidate.id, p.shape)
             o = results[key]
