@@ -186,6 +186,8 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
     plan = [(arm, 0) for arm in c.compare.arms if arm not in SEEDED]
     plan += [(arm, seed) for seed in range(c.compare.seeds) for arm in c.compare.arms if arm in SEEDED]
     if not c.compare.report_only:
+        log.info(f"compare: {len(plan)} arm runs ({', '.join(f'{a}/{s}' for a, s in plan)}) of {c.compare.budget} "
+                 f"evaluations on each of {len(shapes)} shapes, in {out}")
         for arm, seed in plan:
             if finished(archive_path(out, arm, seed)):
                 log.info(f"compare: {arm} (seed {seed}) already finished in {out}: kept")
