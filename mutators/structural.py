@@ -88,7 +88,7 @@ class StructuralOperator:
             return len(parents) > 1 and bool(_differences(parents[0], parents[1]))
         return family is not None and family.valid(parents[0].params)
 
-    def apply(self, parents: list[Candidate], rng: random.Random, **_context) -> Candidate | None:
+    def apply(self, parents: list[Candidate], rng: random.Random, **context) -> Candidate | None:
         """The child, or None when the operator does not apply to these parents (no family genome)."""
         first = parents[0]
         if not self.applies(parents):
@@ -98,12 +98,12 @@ class StructuralOperator:
         if self.name == "revert_gene":
             return _revert_gene(first, parents[1], rng)
         if self.name == "next_pick":
-            return _next_pick(first, _context.get("shape"))
+            return _next_pick(first, context.get("shape"))
         family = FAMILIES.get(first.family or "") or FAMILIES["hopper"]
         params = first.params if family.valid(first.params) else family.default
         if self.name == "mutate_one":  # one parameter to a neighbouring value
             child = _step(family, params, rng, genes_to_change=1)
-        elif self.name == "mutate_many":  # DEAP uniform-integer mutation over the genome
+        elif self.name == "mutate_many":  # uniform-integer mutation over the genome
             genes = mutate_uniform_int(encode(family, params), rng,
                                        up=[len(v) - 1 for v in family.space.values()], indpb=0.3)
             child = decode(family, genes)
