@@ -121,7 +121,7 @@ class CompareConfig:
 
 
 #: the arms `evo compare` knows (evo.search.compare implements exactly these)
-COMPARE_ARMS = ("search", "shortlist", "random_tc", "uniform")
+COMPARE_ARMS = ("search", "shortlist", "random_tc", "uniform", "screened")
 
 
 @dataclass

@@ -38,3 +38,14 @@ def test_compare_is_a_hydra_command_with_help():
     import sys
     out = subprocess.run([sys.executable, "-m", "evo", "compare", "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "usage: evo compare" in out.stdout and "compare.budget=N" in out.stdout
+
+
+def test_each_arm_gets_the_same_budget_and_its_own_archive(tmp_path):
+    from evo.search.compare import arm_config
+    c, _ = compose(["evaluator=simulated", "shapes=inline", SHAPES, "compare.budget=5", f"compare.out={tmp_path}"])
+    arms = {arm: arm_config(c, arm, 1) for arm in ("search", "uniform", "screened", "shortlist", "random_tc")}
+    assert {a.search.max_evaluations for a in arms.values()} == {10} and {a.sweep.budget for a in arms.values()} == {5}
+    assert arms["uniform"].mutator.policy == "uniform" and arms["search"].mutator.policy == "reinforce"
+    assert arms["screened"].search.screen_factor == 3 and arms["search"].search.screen_factor == 1
+    assert arms["shortlist"].sweep.sample == "shortlist" and arms["random_tc"].sweep.sample == "random"
+    assert len({a.archive.path for a in arms.values()}) == 5

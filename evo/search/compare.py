@@ -7,6 +7,8 @@ own archive under `compare.out` (so GPU outputs can be kept, and a stopped compa
     uniform    the same search with a uniform operator policy            uniform.seed{n}.sqlite
     shortlist  `evo sweep sweep.sample=shortlist` (deterministic: once)  shortlist.sqlite
     random_tc  a seeded random sweep of the tensor-core families         random_tc.seed{n}.sqlite
+    screened   the search with the cost model screening children         screened.seed{n}.sqlite
+               (search.screen_factor=3; not in the default arms)
 
 The table gives, per shape and arm, the per-shape best time's ratio to the shortlist sweep's
 (shortlist time / arm time: > 1 is faster than the shortlist) and the speedup over the best library,
@@ -34,7 +36,9 @@ from evo.core.summary import geomean
 
 log = logging.getLogger(__name__)
 
-SEEDED = ("search", "uniform", "random_tc")
+SEEDED = ("search", "uniform", "random_tc", "screened")
+SEARCHES = ("search", "uniform", "screened")
+ORDER = ("search", "screened", "uniform", "random_tc", "shortlist")
 REFERENCE = "shortlist"
 TENSOR_CORE = ["ampere", "hopper"]
 
@@ -63,6 +67,8 @@ def arm_config(c: EvoConfig, arm: str, seed: int) -> EvoConfig:
     a.search.seed = seed
     a.search.max_evaluations = c.compare.budget * len(shapes)
     a.mutator.policy = "uniform" if arm == "uniform" else c.mutator.policy
+    if arm == "screened":
+        a.search.screen_factor = max(3, c.search.screen_factor)
     a.sweep.budget = c.compare.budget
     a.sweep.sample = "shortlist" if arm == "shortlist" else "random"
     a.family = None
@@ -75,9 +81,9 @@ def run_arm(c: EvoConfig, arm: str, seed: int) -> None:
     from evo.search.sweep import run_sweep
     a = arm_config(c, arm, seed)
     log.info(f"compare: {arm} (seed {seed}) -> {a.archive.path}")
-    if arm in ("search", "uniform") and Path(a.archive.path).is_file():
+    if arm in SEARCHES and Path(a.archive.path).is_file():
         resume(a.archive.path)  # a search arm stopped part way continues where it stopped
-    elif arm in ("search", "uniform"):
+    elif arm in SEARCHES:
         run_search(a)
     else:
         run_sweep(a, families=TENSOR_CORE if arm == "random_tc" else None)
@@ -138,7 +144,7 @@ def comparison(runs: list[ArmRun], shapes: list[Shape]) -> dict:
     """Per shape and arm: ratios to the shortlist and speedups over the best library, per seed;
     geomeans over shapes per seed; mean evaluations to 95% per seed."""
     ref = next((r for r in runs if r.arm == REFERENCE), None)
-    arms = sorted({r.arm for r in runs}, key=lambda a: ("search", "uniform", "random_tc", "shortlist").index(a))
+    arms = sorted({r.arm for r in runs}, key=ORDER.index)
     result: dict = {"shapes": [str(s) for s in shapes], "arms": {}}
     for arm in arms:
         mine = [r for r in runs if r.arm == arm]
