@@ -5,6 +5,7 @@
 #
 #   bash benchmarks/search/compare_gpu.sh              # writes $OUT/compare$BUDGET/ and $OUT/compare$BUDGET.log
 #   BUDGET=96 SEEDS=1 ARMS='[search,shortlist]' bash benchmarks/search/compare_gpu.sh
+#   ARMS='[search,shortlist,screened]' bash ...   # + the search with the cost model screening children
 #
 # Runtime: one arm is 14 x BUDGET evaluations (336 at 24); at 2.6-4 evaluations/s plus ~20 s per arm for
 # workers, peaks and the libraries on 14 shapes, an arm takes ~105-150 s. The full comparison at 24 is
