@@ -16,7 +16,8 @@ from evo.core.shapes import build_shape_set
 
 #: the choices of `mutator.structural` and `family` (evo.mutators and evo.families implement
 #: exactly these; a test keeps the lists in step)
-STRUCTURAL_OPERATORS = ("mutate_one", "mutate_many", "crossover", "change_family")
+STRUCTURAL_OPERATORS = ("mutate_one", "mutate_many", "crossover", "change_family", "compile_options", "revert_gene",
+                        "next_pick")
 FAMILY_NAMES = ("simt", "ampere", "hopper", "skinny")
 
 
@@ -36,6 +37,10 @@ class SearchConfig:
     children_per_island: int = 8  # children made per island per generation
     transfer_every: int = 3  # generations between elite transfers to neighbouring shapes
     shapes_per_child: int = 1  # shapes a new child is evaluated on
+    seeds_per_shape: int = 2  # shortlist picks per shape and family evaluated first (1 when the budget is tight)
+    repair_share: float = 0.25  # at most this share of a generation's children repair failed children
+    screen_factor: int = 1  # k > 1: make k times the children, the cost model picks the 1/k to evaluate
+    screen_explore: float = 0.25  # share of the screened-in children drawn at random instead
     progress: bool = True
 
 
@@ -56,7 +61,7 @@ class MutatorConfig:
     learning_rate: float = 0.2
     baseline_decay: float = 0.9
     min_probability: float = 0.03
-    structural: list[str] = field(default_factory=lambda: ["mutate_one", "mutate_many", "crossover", "change_family"])
+    structural: list[str] = field(default_factory=lambda: list(STRUCTURAL_OPERATORS))
     penalty_compile_error: float = -1.0
     penalty_incorrect: float = -1.0
     penalty_crash: float = -2.0
@@ -132,6 +137,19 @@ class SweepConfig:
 
 
 @dataclass
+class CompareConfig:
+    budget: int = 24  # evaluations per shape for every arm
+    seeds: int = 3  # seeds of the seeded arms (search, uniform, random_tc); the shortlist runs once
+    out: str = "runs/compare"  # folder of the arms' archives and compare.json
+    arms: list[str] = field(default_factory=lambda: ["search", "shortlist", "random_tc", "uniform"])
+    report_only: bool = False  # only tabulate the finished arms found in `out`
+
+
+#: the arms `evo compare` knows (evo.search.compare implements exactly these)
+COMPARE_ARMS = ("search", "shortlist", "random_tc", "uniform", "screened")
+
+
+@dataclass
 class EvoConfig:
     shapes: ShapesConfig = MISSING
     search: SearchConfig = MISSING
@@ -141,6 +159,7 @@ class EvoConfig:
     evaluator: EvaluatorConfig = MISSING
     archive: ArchiveConfig = MISSING
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    compare: CompareConfig = field(default_factory=CompareConfig)
     family: Optional[str] = None  # evo sweep: the family to sweep (default: all)
     kernels: list[str] = field(default_factory=list)  # evo bench: .cu files to time beside the libraries
 
@@ -194,6 +213,12 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _at_least("search.children_per_island", c.search.children_per_island, 1)
     _at_least("search.transfer_every", c.search.transfer_every, 0)
     _at_least("search.shapes_per_child", c.search.shapes_per_child, 1)
+    _at_least("search.seeds_per_shape", c.search.seeds_per_shape, 1)
+    _at_least("search.screen_factor", c.search.screen_factor, 1)
+    if not 0 <= c.search.screen_explore <= 1:
+        raise ConfigError(f"search.screen_explore={c.search.screen_explore}: must be in [0, 1]")
+    if not 0 <= c.search.repair_share <= 1:
+        raise ConfigError(f"search.repair_share={c.search.repair_share}: must be in [0, 1]")
     _at_least("islands.n", c.islands.n, 1)
     _at_least("islands.population", c.islands.population, 2)
     _at_least("islands.tournament", c.islands.tournament, 1)
@@ -245,6 +270,10 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
         _choice("evaluator.libraries", lib, ("torch", "cublaslt_heuristic", "cublaslt_autotuned"))
     _choice("sweep.sample", c.sweep.sample, ("random", "exhaustive", "shortlist"))
     _at_least("sweep.budget", c.sweep.budget, 1)
+    _at_least("compare.budget", c.compare.budget, 1)
+    _at_least("compare.seeds", c.compare.seeds, 1)
+    for arm in c.compare.arms:
+        _choice("compare.arms", arm, COMPARE_ARMS)
     if c.family is not None:
         _choice("family", c.family, FAMILY_NAMES)
     if not c.archive.path:

@@ -4,9 +4,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from deap import tools
-
-from evo.core.rng import with_rng
 from evo.core.shapes import Shape
 
 
@@ -24,24 +21,14 @@ class Individual:
         return Individual(d["kernel_id"], Shape.parse(d["shape"]), d["fitness"])
 
 
-class _Fit:
-    """The shape DEAP's selection operators expect: `ind.fitness` with ordered values."""
-
-    def __init__(self, value: float):
-        self.values = (value,)
-        self.wvalues = (value,)
-        self.valid = True
-
-    def __lt__(self, other): return self.wvalues < other.wvalues
-    def __gt__(self, other): return self.wvalues > other.wvalues
-    def __le__(self, other): return self.wvalues <= other.wvalues
-    def __ge__(self, other): return self.wvalues >= other.wvalues
-
-
-class _Wrapped:
-    def __init__(self, ind: Individual):
-        self.ind = ind
-        self.fitness = _Fit(ind.fitness)
+def tournament(pool: list[Individual], k: int, rng: random.Random, size: int) -> list[Individual]:
+    """k winners of tournaments of `size` aspirants drawn with replacement from `pool` (the fittest wins;
+    ties: the first drawn). Our own few lines, drawing only from `rng`: no global state is touched."""
+    winners = []
+    for _ in range(k):
+        aspirants = [rng.choice(pool) for _ in range(size)]
+        winners.append(max(aspirants, key=lambda i: i.fitness))
+    return winners
 
 
 @dataclass
@@ -53,11 +40,10 @@ class Island:
     capacity: int = 12
     tournament: int = 3
 
-    def select(self, k: int, rng: random.Random) -> list[Individual]:
-        """k parents by tournament (DEAP selTournament), run under our RNG."""
-        wrapped = [_Wrapped(i) for i in self.members]
-        chosen = with_rng(rng, tools.selTournament, wrapped, k, tournsize=min(self.tournament, len(wrapped)))
-        return [w.ind for w in chosen]
+    def select(self, k: int, rng: random.Random, pool: list[Individual] | None = None) -> list[Individual]:
+        """k parents by tournament among `pool` (default: the members)."""
+        pool = pool or self.members
+        return tournament(pool, k, rng, size=min(self.tournament, len(pool)))
 
     def best(self, k: int = 1) -> list[Individual]:
         return sorted(self.members, key=lambda i: -i.fitness)[:k]

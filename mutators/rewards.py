@@ -7,11 +7,16 @@ from evo.config import MutatorConfig
 from evo.core.records import Status
 
 CLIP = 1.0
+#: a gain below this is within timing noise: no credit (else operators that change nothing, such as a
+#: compile option without effect, earn half their uses by noise while real changes mostly lose)
+NOISE = 0.01
 
 
 def reward(status: Status | None, child_speedup: float | None, parent_speedup: float | None,
            cfg: MutatorConfig, *, duplicate: bool = False) -> float:
-    """log(child / parent speedup), clipped to [-1, 1]; penalties for failures; small for duplicates."""
+    """The child's gain over its parent, log(child / parent speedup), when it is beyond the timing noise
+    (clipped to 1), else 0: the policy is credited for improvements, not for children that are merely
+    less bad than the average child. Penalties for failures; a small one for duplicates."""
     if duplicate:
         return -0.1
     if status is None or status in (Status.REJECTED, Status.COMPILE_ERROR, Status.COMPILE_TIMEOUT):
@@ -25,4 +30,5 @@ def reward(status: Status | None, child_speedup: float | None, parent_speedup: f
     if status == Status.WORKER_ERROR or not child_speedup:
         return 0.0
     base = parent_speedup if parent_speedup and parent_speedup > 0 else 1.0
-    return max(-CLIP, min(CLIP, math.log(child_speedup / base)))
+    gain = math.log(child_speedup / base)
+    return min(CLIP, gain) if gain > NOISE else 0.0

@@ -1,18 +1,23 @@
-"""Structural operators: DEAP mutation and crossover on family genomes, repaired to validity.
+"""Structural operators: mutation and crossover on family genomes, repaired to validity; a
+compile-options operator; and `revert_gene`, the repair of a failed child without an LLM.
 
-A genome is encoded for DEAP as a list of indices into each parameter's allowed values (in the
-family's parameter order), so that integer mutation moves to neighbouring tile sizes and stage
-counts, and crossover mixes whole parameters.
+A genome is encoded as a list of indices into each parameter's allowed values (in the family's
+parameter order), so that integer mutation moves to neighbouring tile sizes and stage counts, and
+crossover mixes whole parameters. The variation functions are three small functions of ours
+(`tournament` in evo.islands, `mutate_uniform_int` and `crossover_uniform` here), in the manner of
+DEAP's selTournament, mutUniformInt and cxUniform, drawing only from the search's own generator
+(DEAP's draw from the process-global `random`, which LLM threads could disturb).
+
+Compile options (`evo.core.compile_options`) are inherited: a child made from a parent with
+options keeps them, so they behave as extra genes.
 """
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 
-from deap import tools
-
+from evo.core.compile_options import OPTIONS, OptionError, can_set_minblocks, options_of, with_options
 from evo.core.kernel import Candidate
-from evo.core.rng import with_rng
 from evo.families import FAMILIES, Family
 
 
@@ -22,6 +27,34 @@ def encode(family: Family, params: dict) -> list[int]:
 
 def decode(family: Family, genes: list[int]) -> dict:
     return {k: family.space[k][max(0, min(g, len(family.space[k]) - 1))] for k, g in zip(family.space, genes)}
+
+
+def mutate_uniform_int(genes: list[int], rng: random.Random, *, up: list[int], indpb: float) -> list[int]:
+    """Each gene redrawn uniformly in [0, up[i]] with probability indpb."""
+    return [rng.randint(0, hi) if rng.random() < indpb else g for g, hi in zip(genes, up)]
+
+
+def crossover_uniform(a: list[int], b: list[int], rng: random.Random, *, indpb: float) -> list[int]:
+    """The child of a and b taking each gene from b with probability indpb."""
+    return [y if rng.random() < indpb else x for x, y in zip(a, b)]
+
+
+def _options(source: str) -> dict[str, str]:
+    try:
+        return options_of(source)
+    except OptionError:
+        return {}
+
+
+def carry_options(parent: Candidate, child: Candidate) -> Candidate:
+    """The child with the parent's compile options (those its source can take)."""
+    opts = _options(parent.source)
+    if not opts:
+        return child
+    if "minblocks" in opts and not can_set_minblocks(child.source):
+        opts.pop("minblocks")
+    return Candidate.make(with_options(child.source, opts), family=child.family, params=child.params,
+                          operator=child.operator, parents=child.parents)
 
 
 def _step(family: Family, params: dict, rng: random.Random, *, genes_to_change: int) -> dict:
@@ -38,45 +71,134 @@ class StructuralOperator:
     arity: int
     description: str
 
-    def applies(self, parents: list[Candidate], info: dict | None = None) -> bool:
-        """Structural operators need a family genome (change_family can start from any kernel)."""
-        family = FAMILIES.get(parents[0].family or "")
-        return self.name == "change_family" or (family is not None and family.valid(parents[0].params))
+    @property
+    def repairs(self) -> bool:
+        """Whether it repairs a failed child (used only on the repair queue's entries)."""
+        return self.name == "revert_gene"
 
-    def apply(self, parents: list[Candidate], rng: random.Random, **_context) -> Candidate | None:
+    def applies(self, parents: list[Candidate], info: dict | None = None) -> bool:
+        """Structural operators need a family genome (change_family can start from any kernel,
+        compile_options from any kernel with a valid options line)."""
+        family = FAMILIES.get(parents[0].family or "")
+        if self.name == "change_family":
+            return True
+        if self.name == "compile_options":
+            return bool(_levers(parents[0].source))
+        if self.name == "revert_gene":
+            return len(parents) > 1 and bool(_differences(parents[0], parents[1]))
+        return family is not None and family.valid(parents[0].params)
+
+    def apply(self, parents: list[Candidate], rng: random.Random, **context) -> Candidate | None:
         """The child, or None when the operator does not apply to these parents (no family genome)."""
         first = parents[0]
         if not self.applies(parents):
             return None
+        if self.name == "compile_options":
+            return _change_option(first, rng)
+        if self.name == "revert_gene":
+            return _revert_gene(first, parents[1], rng)
+        if self.name == "next_pick":
+            return _next_pick(first, context.get("shape"))
         family = FAMILIES.get(first.family or "") or FAMILIES["hopper"]
         params = first.params if family.valid(first.params) else family.default
         if self.name == "mutate_one":  # one parameter to a neighbouring value
             child = _step(family, params, rng, genes_to_change=1)
-        elif self.name == "mutate_many":  # DEAP uniform-integer mutation over the genome
-            genes = encode(family, params)
-            (genes,) = with_rng(rng, tools.mutUniformInt, genes, low=[0] * len(genes),
-                                 up=[len(v) - 1 for v in family.space.values()], indpb=0.3)
-            child = decode(family, list(genes))
+        elif self.name == "mutate_many":  # uniform-integer mutation over the genome
+            genes = mutate_uniform_int(encode(family, params), rng,
+                                       up=[len(v) - 1 for v in family.space.values()], indpb=0.3)
+            child = decode(family, genes)
         elif self.name == "crossover":
             other = parents[1] if len(parents) > 1 else None
             if other is None or other.family != first.family or not family.valid(other.params):
                 child = _step(family, params, rng, genes_to_change=1)
             else:
-                a, b = encode(family, params), encode(family, other.params)
-                a, b = with_rng(rng, tools.cxUniform, a, b, indpb=0.5)
-                child = decode(family, list(a))
+                child = decode(family, crossover_uniform(encode(family, params), encode(family, other.params),
+                                                         rng, indpb=0.5))
         elif self.name == "change_family":  # jump to another family's random configuration
             family = FAMILIES[rng.choice(sorted(n for n in FAMILIES if n != family.name))]
             child = family.random(rng)
         else:
             raise ValueError(f"unknown structural operator {self.name!r}")
         child = family.repair(child, rng)
-        return family.candidate(child, operator=self.name, parents=tuple(p.id for p in parents))
+        made = family.candidate(child, operator=self.name, parents=tuple(p.id for p in parents))
+        return made if self.name == "change_family" else carry_options(first, made)
+
+
+def _next_pick(parent: Candidate, shape) -> Candidate | None:
+    """The family's shortlist pick for the shape ranked after the parent's configuration (the first
+    pick when the parent is not on the list): the shortlist walked where the search finds it pays."""
+    family = FAMILIES[parent.family or ""]
+    if shape is None:
+        return None
+    picks = family.suggest(shape.M, shape.N, shape.K, limit=64)
+    rank = picks.index(parent.params) + 1 if parent.params in picks else 0
+    if rank >= len(picks):
+        return None
+    made = family.candidate(picks[rank], operator="next_pick", parents=(parent.id,))
+    return carry_options(parent, made)
+
+
+def _levers(source: str) -> list[str]:
+    """The compile options this source can change: a register cap through `minblocks` where the entry
+    point has a one-argument __launch_bounds__, `maxrregcount` where it has none (nvcc ignores the
+    flag for a kernel with launch bounds), the cache and optimization flags always."""
+    try:
+        current = options_of(source)
+    except OptionError:
+        return []
+    out = [k for k in OPTIONS if k not in ("minblocks", "maxrregcount")]
+    if can_set_minblocks(source) or "minblocks" in current:
+        out.append("minblocks")
+    if "__launch_bounds__" not in source:
+        out.append("maxrregcount")
+    return out
+
+
+def _change_option(parent: Candidate, rng: random.Random) -> Candidate:
+    """One option set to another allowed value, or removed."""
+    opts = options_of(parent.source)
+    lever = rng.choice(_levers(parent.source))
+    choices = [v for v in OPTIONS[lever] if v != opts.get(lever)] + ([None] if lever in opts else [])
+    value = rng.choice(choices)
+    if value is None:
+        opts.pop(lever)
+    else:
+        opts[lever] = value
+    return Candidate.make(with_options(parent.source, opts), family=parent.family, params=parent.params,
+                          operator="compile_options", parents=(parent.id,))
+
+
+def _differences(failed: Candidate, parent: Candidate) -> list[str]:
+    """The genes (parameters, and "options" for the compile options) where a failed child differs
+    from its parent of the same family."""
+    family = FAMILIES.get(failed.family or "")
+    if family is None or failed.family != parent.family or not family.valid(parent.params):
+        return []
+    out = [k for k in family.space if failed.params.get(k) != parent.params.get(k)]
+    if _options(failed.source) != _options(parent.source):
+        out.append("options")
+    return out
+
+
+def _revert_gene(failed: Candidate, parent: Candidate, rng: random.Random) -> Candidate:
+    """The failed child with one differing gene reverted to its parent's value (repaired to validity)."""
+    family = FAMILIES[failed.family or ""]
+    gene = rng.choice(_differences(failed, parent))
+    params = failed.params if family.valid(failed.params) else dict(parent.params)
+    options_from = parent if gene == "options" else failed
+    if gene != "options":
+        params = family.repair(dict(params, **{gene: parent.params[gene]}), rng)
+    made = family.candidate(params, operator="revert_gene", parents=(failed.id, parent.id))
+    return carry_options(options_from, made)
 
 
 OPERATORS: dict[str, StructuralOperator] = {op.name: op for op in (
     StructuralOperator("mutate_one", 1, "move one template parameter to a neighbouring value"),
-    StructuralOperator("mutate_many", 1, "redraw each template parameter with probability 0.3 (DEAP mutUniformInt)"),
-    StructuralOperator("crossover", 2, "uniform crossover of two parents of one family (DEAP cxUniform)"),
+    StructuralOperator("mutate_many", 1, "redraw each template parameter with probability 0.3"),
+    StructuralOperator("crossover", 2, "uniform crossover of two parents of one family"),
     StructuralOperator("change_family", 1, "a random configuration of another family"),
+    StructuralOperator("compile_options", 1, "change one compile option: register cap (launch-bounds min blocks "
+                       "or -maxrregcount), L1 caching of loads, ptxas optimizations"),
+    StructuralOperator("revert_gene", 2, "repair: revert one gene of a failed child to its parent's value"),
+    StructuralOperator("next_pick", 1, "the family's shortlist pick for the target shape ranked after the parent's"),
 )}

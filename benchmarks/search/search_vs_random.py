@@ -1,6 +1,8 @@
 """Issue 5 evidence: `evo run` against `evo sweep sample=random` at the same evaluation budget on
 8 shapes spread over the FLOP buckets, on one GPU, each with its libraries measured in its own run.
 Usage (GPU machine): python3 benchmarks/search/search_vs_random.py OUT_DIR BUDGET_PER_SHAPE
+Superseded by `evo compare` (benchmarks/search/compare_gpu.sh): its random arm samples the
+tensor-core families only, and it also compares with the shortlist sweep and a uniform policy.
 """
 import json
 import subprocess

@@ -1,4 +1,4 @@
-"""The Hydra commands (`run`, `bench`, `sweep`, `selftest`): composing `evo.conf`, one-line
+"""The Hydra commands (`run`, `bench`, `sweep`, `compare`, `selftest`): composing `evo.conf`, one-line
 errors for bad overrides, our own `--help`, and multirun with one archive per job."""
 from __future__ import annotations
 
@@ -56,6 +56,20 @@ HELP = {
          ("sweep.sample=shortlist|random|exhaustive", "how configurations are chosen"),
          ("sweep.budget=N", "configurations per shape"), ("shapes=NAME", "shape set")),
         ("evo sweep shapes=smoke sweep.sample=shortlist sweep.budget=24",)),
+    "compare": CommandHelp(
+        "Compare, at the same evaluations per shape on the same shapes, the search, the shortlist sweep, a random "
+        "sweep of the tensor-core families and the search with a uniform operator policy, over several seeds: "
+        "per-shape and geomean ratios to the shortlist and to the best library, with their spread, and the "
+        "evaluations each arm needed to reach 95% of its best. Each arm gets its own archive under compare.out; "
+        "finished arms found there are kept, not re-run.",
+        (("compare.budget=N", "evaluations per shape for every arm (default 24)"),
+         ("compare.seeds=N", "seeds of the seeded arms (default 3)"),
+         ("compare.out=DIR", "folder of the arms' archives and compare.json"),
+         ("compare.arms=[search,shortlist,random_tc,uniform]", "the arms to run (+ screened: the search with the "
+                                                               "cost model, search.screen_factor=3)"),
+         ("compare.report_only=true", "only tabulate the finished arms in compare.out"),
+         ("shapes=NAME", "shape set")),
+        ("evo compare shapes=llm_layers compare.budget=24 llm=none compare.out=runs/compare24",)),
     "selftest": CommandHelp(
         "Run deliberately bad kernels (hangs, faults, out-of-bounds writes, wrong results, fp16 accumulation) "
         "through the evaluator on this GPU: each must be caught, and a good kernel after each must still pass.",
@@ -223,7 +237,12 @@ def _tasks() -> dict[str, Callable[[EvoConfig, DictConfig], Any]]:
             raise EvoError(f"self-test: {len(failed)} of {len(rows)} cases not caught as expected")
         return f"{len(rows)}/{len(rows)} as expected"
 
-    return {"run": run, "bench": bench, "sweep": sweep, "selftest": selftest}
+    def compare(c, raw):
+        from evo.search.compare import run_compare
+        r = run_compare(c, raw)
+        return f"compare: {len(r['arms'])} arms in {c.compare.out}"
+
+    return {"run": run, "bench": bench, "sweep": sweep, "selftest": selftest, "compare": compare}
 
 
 def hydra_command(name: str, argv: list[str]) -> None:

@@ -15,6 +15,7 @@ USAGE = """The `evo` command line: a thin layer that turns arguments into librar
     evo resume ARCHIVE         continue the last unfinished search run of an archive
     evo bench [overrides]      time the libraries (and given kernels) on a shape set
     evo sweep [overrides]      evaluate the families' configurations: shortlist, random or exhaustive
+    evo compare [overrides]    the search against the shortlist and random sweeps at equal budget
     evo selftest [overrides]   run deliberately bad kernels: each must be caught on this GPU
     evo archive ...            browse an archive (evo archive --help)
     evo export ARCHIVE         write the best kernel per shape, a manifest and the cubins
@@ -23,7 +24,7 @@ USAGE = """The `evo` command line: a thin layer that turns arguments into librar
 
 Options before or after the command: -q/--quiet (warnings and results only), -v/--verbose
 (debug messages), --version. Every run also writes a complete log beside its archive."""
-HYDRA_COMMANDS = ("run", "bench", "sweep", "selftest")
+HYDRA_COMMANDS = ("run", "bench", "sweep", "compare", "selftest")
 QUIET, VERBOSE = ("-q", "--quiet"), ("-v", "--verbose")
 
 

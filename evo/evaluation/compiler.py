@@ -1,5 +1,6 @@
 """The compile stage: nvcc to a cubin for sm_90a, in parallel, with a per-job timeout and a
-content-addressed cache keyed by source + flags + nvcc version.
+content-addressed cache keyed by source + flags + nvcc version. A candidate's own compile options
+(`evo.core.compile_options`, a whitelist) are a line of its source, so the key covers them.
 
 `-Xptxas -v` is parsed into `Resources`; a compiler error is kept (trimmed) for repair prompts.
 nvcc runs in its own process group so that a timeout kills it with all its children.
@@ -19,6 +20,7 @@ import time
 from functools import cache
 from pathlib import Path
 
+from evo.core.compile_options import OptionError, nvcc_flags
 from evo.core.errors import CompileToolError
 from evo.core.records import CompileResult, Resources
 
@@ -112,10 +114,14 @@ class Compiler:
         return result
 
     def _run_nvcc(self, source: str, key: str) -> CompileResult:
+        try:
+            extra = nvcc_flags(source)  # the candidate's own whitelisted options (in its source, so in the key)
+        except OptionError as e:
+            return CompileResult("error", key, log=str(e))
         with tempfile.TemporaryDirectory(prefix="evo-nvcc-") as tmp:
             src, out = Path(tmp) / f"{key}.cu", Path(tmp) / f"{key}.cubin"
             src.write_text(source)
-            cmd = [self.nvcc, "-cubin", *self.flags, "-o", str(out), str(src)]
+            cmd = [self.nvcc, "-cubin", *self.flags, *extra, "-o", str(out), str(src)]
             start = time.monotonic()
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     cwd=tmp, start_new_session=True)

@@ -14,6 +14,7 @@ import os
 import re
 import time
 
+from evo.core.compile_options import OptionError, with_options
 from evo.core.records import (
     DeviceInfo,
     KernelResult,
@@ -38,6 +39,15 @@ def _noise(text: str, spread: float) -> float:
     return 1.0 + spread * (2 * h - 1)
 
 
+def _unoptioned(source: str) -> str:
+    """The source without its compile-options line: the model does not know what options do, so a
+    kernel with options times like the same kernel without (not like a new kernel's random noise)."""
+    try:
+        return with_options(source, {})
+    except OptionError:  # a line off the whitelist never compiles: nothing to model
+        return source
+
+
 def model_time_ms(source: str, shape: Shape, num_sms: int = 132) -> float:
     """Modelled kernel time: the roofline floor over an efficiency made of tile effects."""
     d = {k: int(v) for k, v in _DEFINE.findall(source)}
@@ -57,7 +67,7 @@ def model_time_ms(source: str, shape: Shape, num_sms: int = 132) -> float:
     k_per_cta = shape.K / split
     reuse = (bm * bn) / (bm * bn + 6000)  # bigger tiles re-read less
     startup = k_per_cta / (k_per_cta + 192)  # pipeline fill per tile
-    eff = base * quantization * padding * stages * reuse * startup * _noise(source, 0.03)
+    eff = base * quantization * padding * stages * reuse * startup * _noise(_unoptioned(source), 0.03)
     compute = shape.flops / (PEAKS.tflops * 1e12 * max(eff, 1e-4))
     memory = shape.min_bytes * (1 + 0.5 * (split > 1)) / (PEAKS.bandwidth_gbs * 1e9 * 0.8)
     return max(compute, memory) * 1e3 + 0.002 + 0.0005 * (split > 1)
@@ -131,7 +141,7 @@ class SimulatedHarness:
         if "harness-bug" in markers:  # evo's own trouble, not a CUDA error
             raise ValueError("a bug in the harness (simulated)")
         ms = model_time_ms(source, shape, self.info.num_sms)
-        timings = tuple(_timing(m, ms, source) for m in req["modes"])
+        timings = tuple(_timing(m, ms, _unoptioned(source)) for m in req["modes"])
         if "stateful" in markers:
             return result(Status.INCORRECT_AFTER_TIMING, "after repeated launches: NaN outputs (simulated)", timings=timings)
         return result(Status.OK, timings=timings, max_rel_err=2.1e-4, checks=req.get("draws", 3) + 1)

@@ -72,6 +72,7 @@ FIXED = {
     "islands.specialize": "the islands' shapes and families follow from it",
     "archive": "the archive is the file given to `evo resume`",
     "sweep": "a setting of `evo sweep`, not of a search",
+    "compare": "a setting of `evo compare`, not of a search",
     "family": "a setting of `evo sweep`, not of a search",
     "kernels": "a setting of `evo bench`, not of a search",
 }
@@ -144,6 +145,7 @@ def resumed_config(stored: dict, overrides: list[str], *, run_id: int = 0) -> Ev
         if fixed:
             given = groups.get(key.split(".")[0]) or next((o for o in dotlist if o.split("=")[0] == key), f"{key}=...")
             advice = {"archive": "give the archive to resume as `evo resume PATH`", "sweep": "leave it out",
+                      "compare": "leave it out",
                       "family": "leave it out", "kernels": "leave it out"}.get(
                 fixed.split(".")[0], f"start a new run instead, e.g. `evo run {given} archive.path=NEW.sqlite`")
             raise ConfigError(f"cannot resume with {given}: it changes {key} ({FIXED[fixed]}); {advice}")

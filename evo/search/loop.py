@@ -1,11 +1,15 @@
 """`evo run` / `evo resume`: the island search with MAP-Elites cells by shape.
 
-One generation: on every island, parents are chosen by tournament, the operator policy picks an
-operator per child, children are compiled ahead on every core and evaluated on the GPU(s) (a
-child from an LLM answer joins as soon as its answer is in: see evo.search.overlap);
-results go to the islands, the MAP-Elites cells (one per shape) and the policy. Every few
-generations elites are tried on neighbouring shapes (transfer) and the best individuals migrate
-between islands. The whole state (islands, policy, RNG, counters) is saved in the archive at the
+Seeding: every shape gets the top `search.seeds_per_shape` picks of the families' shortlists.
+One generation: first a share of children repair failed children from the repair queue; then,
+on every island, the shape allocator (`allocation.py`, a bandit by expected gain) picks the shape
+each child is for, the parent is chosen by tournament among the island's members on that shape
+and the shape's elite, and the operator policy picks an operator. Children are compiled ahead on
+every core and evaluated on the GPU(s) (a child from an LLM answer joins as soon as its answer
+is in: see evo.search.overlap); results go to the islands, the MAP-Elites cells (one per
+shape), the allocator and the policy, and failed children join the repair queue. Every few
+generations elites are tried on neighbouring shapes (same N and K, the next smaller and larger M)
+and the best individuals migrate between islands. The whole state (islands, policy, RNG, counters) is saved in the archive at the
 end of each generation, so `kill -9` loses at most the evaluations in flight, and a resumed run
 makes the same decisions as an uninterrupted one.
 """
@@ -39,12 +43,25 @@ from evo.mutators.llm import LLMRefused
 from evo.mutators.policy import OperatorPolicy
 from evo.mutators.rewards import reward
 from evo.mutators.structural import OPERATORS
+from evo.search.allocation import ShapeAllocator
+from evo.search.cost_model import CostModel, features, screen
 from evo.search.overlap import in_background
 from evo.search.state import Plan, SearchState
+from evo.search.sweep import plan as shortlist
 
 log = logging.getLogger(__name__)
 
 TENSOR_CORE_FAMILIES = ["hopper", "ampere"]
+#: failures a repair can address (a compile error, a rejection, a wrong result or a crash)
+REPAIRABLE = {Status.COMPILE_ERROR, Status.REJECTED, Status.INCORRECT, Status.INCORRECT_AFTER_TIMING,
+              Status.MEMORY_VIOLATION, Status.FAULT, Status.LAUNCH_ERROR}
+MAX_REPAIR_DEPTH = 2  # a repair of a repair of a failed child, then the chain is dropped
+REPAIR_QUEUE = 64  # waiting failed children kept (the oldest dropped first)
+
+
+def repairs(op) -> bool:
+    """Whether an operator repairs failed children (structural revert_gene, LLM templates for failures)."""
+    return bool(getattr(op, "repairs", False)) or getattr(getattr(op, "template", None), "applies_to", "") == "failed"
 
 
 class Search:
@@ -62,6 +79,10 @@ class Search:
                                     families=families, capacity=c.islands.population,
                                     tournament=c.islands.tournament)
         self.rng = random.Random(c.search.seed)
+        peaks = evaluator.peaks(evaluator.devices[0].key)
+        self.allocator = ShapeAllocator({s: peaks.floor_ms(s.flops, s.min_bytes) for s in self.shapes})
+        self.cost = CostModel()  # refit from every correct measurement (used when search.screen_factor > 1)
+        self.best_on: dict[Shape, tuple[float, str, float]] = {}  # shape -> (time, kernel, speedup) of its best
         self.state = SearchState()
         self.known: dict[tuple[str, Shape], Outcome] = {}  # evaluated before this generation
         self.replay: dict[tuple[str, Shape], Outcome] = {}  # evaluated in an interrupted generation
@@ -69,7 +90,7 @@ class Search:
         self.saved_islands = 0  # islands in the saved state (a resume may change islands.n)
 
     # ---- state ---------------------------------------------------------------------------
-    STATE_KEYS = ("search", "rng", "policy")
+    STATE_KEYS = ("search", "rng", "policy", "allocation")
 
     def save(self) -> None:
         """The generation's state in one transaction, if this session still owns the run."""
@@ -80,7 +101,7 @@ class Search:
                 self.archive.drop_islands(self.run_id, len(self.islands))
             save_generation(self.archive, self.run_id, self.state.generation,
                             state={"search": self.state.to_json(), "rng": rng_to_json(self.rng),
-                                   "policy": self.policy.state()},
+                                   "policy": self.policy.state(), "allocation": self.allocator.to_json()},
                             islands={isl.index: isl.to_json() for isl in self.islands},
                             probabilities=self.policy.snapshot())
         self.saved_islands = len(self.islands)
@@ -93,9 +114,14 @@ class Search:
         self.state = SearchState.from_json(saved.state["search"])
         rng_from_json(self.rng, saved.state["rng"])
         self.policy.load(saved.state["policy"])
+        self.allocator.load(saved.state["allocation"] or {})
         self.candidates.update(saved.candidates)
         for kernel_id, shape, outcome, generation in saved.evaluations:
             (self.known if generation < self.state.generation else self.replay)[(kernel_id, shape)] = outcome
+        for (kernel_id, shape), outcome in self.known.items():
+            self._note_best(kernel_id, shape, outcome)
+            if kernel_id in self.candidates:
+                self._learn(self.candidates[kernel_id], shape, outcome)
         measured = [Individual(kid, shape, o.speedup or 0.0) for (kid, shape), o in self.known.items()
                     if kid in self.candidates]
         note = regroup(self.islands, saved.islands, measured)
@@ -129,6 +155,7 @@ class Search:
             return todo
 
         def admit_plan(p: Plan) -> list[tuple[Candidate, Shape]]:
+            self._drop_unsupported([p])
             if not p.candidate:
                 return []
             self.candidates.setdefault(p.candidate.id, p.candidate)
@@ -143,26 +170,48 @@ class Search:
         for (kid, shape), outcome in results.items():
             if outcome is not None and (kid, shape) not in self.known:
                 self.known[(kid, shape)] = outcome
+                self._note_best(kid, shape, outcome)
         return results
+
+    def _observe(self, cand: Candidate, shape: Shape, o: Outcome) -> None:
+        """A new measurement, in plan order: to the shape allocator and the cost model."""
+        self.allocator.observe(shape, o.time_ms if o.status == Status.OK else None, o.speedup)
+        self._learn(cand, shape, o)
+
+    def _learn(self, cand: Candidate, shape: Shape, o: Outcome) -> None:
+        if o.status == Status.OK and o.time_ms:
+            self.cost.add(f"{cand.id}|{shape}", features(cand, shape, num_sms=self.ev.num_sms),
+                          math.log(o.time_ms / self.allocator.floor_ms[shape]))
+
+    def _note_best(self, kernel_id: str, shape: Shape, o: Outcome) -> None:
+        """Keep the fastest correct kernel per shape (ties: the smaller id, so any order gives the same)."""
+        if o.status == Status.OK and o.time_ms:
+            entry = (o.time_ms, kernel_id, o.speedup or 0.0)
+            if shape not in self.best_on or entry < self.best_on[shape]:
+                self.best_on[shape] = entry
 
     # ---- seeds ---------------------------------------------------------------------------
     def _seeds(self) -> list[tuple[Island, Candidate, Shape]]:
-        out = []
+        """Every island's shapes, each with the top picks of the shortlists of the island's family
+        (or of the tensor-core families): one pick per shape and family when two would take more than
+        half the budget."""
         num_sms = self.ev.num_sms
-        for isl in self.islands:
-            shapes = list(isl.shapes)
-            self.rng.shuffle(shapes)
-            for i in range(isl.capacity):
-                shape = shapes[i % len(shapes)]
-                fams = [isl.family] if isl.family else TENSOR_CORE_FAMILIES
-                fam = FAMILIES[fams[i % len(fams)]]
-                picks = fam.suggest(shape.M, shape.N, shape.K, num_sms)
-                params = picks[(i // len(shapes)) % len(picks)] if i < 2 * len(shapes) else fam.random(self.rng)
-                cand = fam.candidate(params)
-                if not cand.declaration.supports(shape, num_sms=num_sms):
-                    cand = FAMILIES["simt"].candidate(FAMILIES["simt"].default)  # covers every shape
-                out.append((isl, cand, shape))
-        return out
+
+        def picks(isl: Island, k: int) -> list[tuple[Island, Candidate, Shape]]:
+            out = []
+            for shape in isl.shapes:
+                for fam in ([isl.family] if isl.family else TENSOR_CORE_FAMILIES):
+                    found = shortlist([fam], shape, budget=k, sample="shortlist", rng=self.rng, num_sms=num_sms)
+                    out += [(isl, cand, shape) for cand in found]
+                if not any(s == shape for _, _, s in out):  # no tensor-core family supports it
+                    out.append((isl, FAMILIES["simt"].candidate(FAMILIES["simt"].default), shape))
+            return out
+
+        for k in range(self.c.search.seeds_per_shape, 0, -1):
+            seeds = [x for isl in self.islands for x in picks(isl, k)]
+            if k == 1 or len({(c.id, s) for _, c, s in seeds}) <= self.c.search.max_evaluations // 2:
+                return seeds
+        return []
 
     def initialize(self) -> None:
         seeds = self._seeds()
@@ -171,11 +220,16 @@ class Search:
             self.ev.prepare(cand)
         island_of = {cand.id: isl.index for isl, cand, _ in seeds}
         results = self._evaluate([(c, s) for _, c, s in seeds], island_of=island_of)
+        observed = set()
         for isl, cand, shape in seeds:
             o = results[(cand.id, shape)]
-            isl.add([Individual(cand.id, shape, o.speedup or 0.0)])
-            if o.status != Status.OK:
-                self.state.failures[str(o.status)] += 1
+            if o.status == Status.OK:
+                isl.add([Individual(cand.id, shape, o.speedup or 0.0)])
+            if (cand.id, shape) not in observed:
+                observed.add((cand.id, shape))
+                self._observe(cand, shape, o)
+                if o.status != Status.OK:
+                    self.state.failures[str(o.status)] += 1
         self.state.generation = 1
         self.save()
 
@@ -183,25 +237,77 @@ class Search:
     def _context(self, shape: Shape, cand: Candidate) -> str:
         return f"{shape.bucket}|{cand.family or 'other'}"
 
-    def _plan(self, isl: Island) -> Plan:
-        """Choose parents, shape and operator (all random choices happen here, in a fixed order)."""
-        parent = isl.select(1, self.rng)[0]
+    def _plan(self, isl: Island, *, structural_only: bool = False) -> Plan:
+        """Choose the shape (allocator), the parent and the operator (all random choices happen here,
+        in a fixed order)."""
+        shape = self.allocator.pick(isl.shapes)
+        pool = [m for m in isl.members if m.shape == shape]
+        elite = self.best_on.get(shape)
+        if elite and all(m.kernel_id != elite[1] for m in pool) and self._fits(isl, elite[1]):
+            pool.append(Individual(elite[1], shape, elite[2]))
+        parent = isl.select(1, self.rng, pool or isl.members)[0]
         cand = self.candidates[parent.kernel_id]
-        shape = parent.shape if self.rng.random() < 0.8 else self.rng.choice(isl.shapes)
         known = self.known.get((parent.kernel_id, shape))
         parent_fit = parent.fitness if shape == parent.shape else (known.speedup if known else None)
         context = self._context(shape, cand)
         info = self._info([cand], shape)
-        allowed = [n for n, op in self.operators.items() if op.applies([cand], info)]
+        allowed = [n for n, op in self.operators.items() if not repairs(op) and op.applies([cand], info)
+                   and not (structural_only and n.startswith("llm:"))]
         if not allowed:
             return Plan(isl.index, "", None, shape, parent_fit, context, "no operator applies to this parent")
         name = self.policy.choose(context, self.rng, allowed)
         parents = [cand]
         if getattr(self.operators[name], "arity", 1) == 2:
-            parents.append(self.candidates[isl.select(1, self.rng)[0].kernel_id])
+            parents.append(self.candidates[isl.select(1, self.rng, pool or isl.members)[0].kernel_id])
         plan = Plan(isl.index, name, None, shape, parent_fit, context)
         plan.parents = parents
         return plan
+
+    def _fits(self, isl: Island, kernel_id: str) -> bool:
+        """Whether a kernel may be a parent on an island (an island of one family breeds that family)."""
+        return isl.family is None or self.candidates[kernel_id].family in (isl.family, None)
+
+    def _repair_plan(self, entry: dict) -> Plan | None:
+        """A plan that repairs a queued failed child with a repair operator, if one applies."""
+        failed, parent = self.candidates.get(entry["kernel"]), self.candidates.get(entry["parent"])
+        if failed is None:
+            return None
+        shape = Shape.parse(entry["shape"])
+        info = self._info([failed], shape)
+        both = [failed] + ([parent] if parent else [])
+        allowed = [n for n, op in self.operators.items()
+                   if repairs(op) and op.applies(both[:getattr(op, "arity", 1)] if len(both) > 1 else both, info)]
+        if not allowed:
+            return None
+        context = self._context(shape, failed)
+        name = self.policy.choose(context, self.rng, allowed)
+        known = self.known.get((parent.id, shape)) if parent else None
+        plan = Plan(entry["island"], name, None, shape, known.speedup if known else None, context,
+                    repair_depth=entry.get("depth", 0) + 1, origin=entry["parent"])
+        plan.parents = both[:getattr(self.operators[name], "arity", 1)]
+        return plan
+
+    def _plans(self) -> list[Plan]:
+        """This generation's children: repairs first (up to `search.repair_share`), then new children
+        from every island in turn."""
+        self.allocator.settle()
+        remaining = self.c.search.max_evaluations - self.state.spent
+        active = [isl for isl in self.islands if isl.members]
+        per_island = max(1, min(self.c.search.children_per_island, remaining // max(1, len(self.islands))))
+        total = per_island * len(active)
+        plans: list[Plan] = []
+        while self.state.repairs and len(plans) < math.ceil(total * self.c.search.repair_share):
+            plan = self._repair_plan(self.state.repairs.pop(0))
+            if plan is not None:
+                plans.append(plan)
+        base = total
+        if self._screening():  # make more children than will be evaluated: the cost model keeps the best
+            total = len(plans) + (total - len(plans)) * self.c.search.screen_factor
+        turn = 0
+        while active and len(plans) < total:  # the extra children for screening: structural only (cheap)
+            plans.append(self._plan(active[turn % len(active)], structural_only=len(plans) >= base))
+            turn += 1
+        return plans
 
     def _make_children(self, plans: list[Plan]) -> list[cf.Future]:
         """Apply the operators: LLM requests rendered in plan order (from what earlier generations
@@ -249,37 +355,15 @@ class Search:
     def step(self) -> None:
         g = self.state.generation
         spent_before = self.state.spent
-        remaining = self.c.search.max_evaluations - self.state.spent
-        per_island = max(1, min(self.c.search.children_per_island, remaining // max(1, len(self.islands))))
-        plans = [self._plan(isl) for isl in self.islands if isl.members for _ in range(per_island)]
-        known_before = set(self.known)
-        calls = self._make_children(plans)
-        ready = [(p.candidate, p) for p in plans if p.candidate]  # structural; LLM children join as they come
-        for cand, _ in ready:
-            self.candidates.setdefault(cand.id, cand)
-            self.ev.prepare(cand)
-        island_of = {cand.id: p.island for cand, p in ready}
-        results = self._evaluate([(cand, p.shape) for cand, p in ready], island_of=island_of, later=calls)
+        plans = self._plans()
+        calls = self._make_children(plans)  # structural children now; LLM children as their answers arrive
+        self._drop_unsupported(plans)
+        plans = self._screen(plans)
+        results = self._evaluate_children(plans, later=calls)
         refused = [p.failure for p in plans if p.failure_kind == "refused"]
         if refused:  # every later call would be refused too: stop, saying what to fix
             raise LLMRefused(f"the Messages API refuses the run's calls: {refused[0]}; fix that, then `evo resume`")
-        for p in plans:  # in plan order: the same decisions whatever order results arrived in
-            if not p.operator:
-                continue
-            if not p.candidate:  # an LLM answer without a usable edit: a failed use of the operator
-                if p.failure_kind in ("unavailable", "budget"):  # the API's trouble, not the operator's
-                    self.state.failures[f"llm_{p.failure_kind}"] += 1
-                    continue
-                self.policy.update(p.context, p.operator, self.c.mutator.penalty_compile_error)
-                self.state.failures["llm_truncated" if p.failure_kind == "truncated" else "operator_failed"] += 1
-                continue
-            o = results[(p.candidate.id, p.shape)]
-            duplicate = (p.candidate.id, p.shape) in known_before
-            self.policy.update(p.context, p.operator, reward(o.status, o.speedup, p.parent_fitness,
-                                                             self.c.mutator, duplicate=duplicate))
-            if o.status != Status.OK and not duplicate:
-                self.state.failures[str(o.status)] += 1
-            self.islands[p.island].add([Individual(p.candidate.id, p.shape, o.speedup or 0.0)])
+        self._fold(plans, results)
         if self.c.search.transfer_every and g % self.c.search.transfer_every == 0:
             self._transfer()
         if self.c.islands.migration != "off" and g % self.c.islands.migration_interval == 0:
@@ -287,27 +371,126 @@ class Search:
         self.state.stalled = self.state.stalled + 1 if self.state.spent == spent_before else 0
         self.state.generation = g + 1
 
+    def _drop_unsupported(self, plans: list[Plan]) -> None:
+        """A child whose declaration refuses its shape would only spend an evaluation to say so."""
+        for p in plans:
+            try:
+                refused = p.candidate is not None and not p.candidate.declaration.supports(p.shape, num_sms=self.ev.num_sms)
+            except EvoError:  # a broken declaration: the evaluator's static checks say what is wrong
+                refused = False
+            if refused:
+                p.candidate, p.failure, p.failure_kind = None, f"the child does not support {p.shape}", "unsupported"
+            elif p.candidate is not None:  # measured before this generation: a duplicate (no evaluation spent)
+                p.duplicate = (p.candidate.id, p.shape) in self.known
+
+    def _screening(self) -> bool:
+        return self.c.search.screen_factor > 1 and self.cost.ready
+
+    def _screen(self, plans: list[Plan]) -> list[Plan]:
+        """With search.screen_factor = k > 1: of the new structural children not measured yet, keep the
+        1/k the cost model predicts to gain most over their shape's best (a share at random, for
+        exploration); repairs, LLM children and failed operator uses are kept as they are."""
+        if not self._screening():
+            return plans
+        open_ = [i for i, p in enumerate(plans) if p.candidate and not p.repair_depth and not p.operator.startswith("llm:")
+                 and (p.candidate.id, p.shape) not in self.known]
+        if not open_:
+            return plans
+        children = [(c, plans[i].shape) for i in open_ if (c := plans[i].candidate)]
+        predicted = self.cost.predict([features(c, s, num_sms=self.ev.num_sms) for c, s in children])
+        best = [math.log(self.best_on[plans[i].shape][0] / self.allocator.floor_ms[plans[i].shape])
+                if plans[i].shape in self.best_on else 0.0 for i in open_]
+        keep = screen([p - b for p, b in zip(predicted, best)], math.ceil(len(open_) / self.c.search.screen_factor),
+                      self.rng, explore=self.c.search.screen_explore)
+        dropped = {open_[j] for j in range(len(open_)) if j not in set(keep)}
+        self.state.screened_out += len(dropped)
+        return [p for i, p in enumerate(plans) if i not in dropped]
+
+    def _evaluate_children(self, plans: list[Plan], later: list[cf.Future] | None = None) -> dict:
+        """Compile the children ahead and evaluate them at their shapes; `later`: LLM plans still being
+        answered, whose children join as they arrive."""
+        for p in plans:
+            if p.candidate:
+                self.candidates.setdefault(p.candidate.id, p.candidate)
+                self.ev.prepare(p.candidate)
+        island_of = {p.candidate.id: p.island for p in plans if p.candidate}
+        return self._evaluate([(p.candidate, p.shape) for p in plans if p.candidate], island_of=island_of,
+                              later=later)
+
+    def _fold(self, plans: list[Plan], results: dict) -> None:
+        """Results into the policy, the allocator, the islands and the repair queue, in plan order
+        (the same decisions whatever order results arrived in)."""
+        seen: set = set()
+        for p in plans:
+            if not p.operator:
+                continue
+            self.state.repair_uses += p.repair_depth > 0
+            if not p.candidate:  # an LLM answer without a usable edit: a failed use of the operator
+                if p.failure_kind in ("unavailable", "refused", "budget"):  # the API's trouble, not the operator's
+                    self.state.failures[f"llm_{p.failure_kind}"] += 1
+                    continue
+                unsupported = p.failure_kind == "unsupported"
+                self.policy.update(p.context, p.operator, reward(Status.UNSUPPORTED, None, None, self.c.mutator)
+                                   if unsupported else self.c.mutator.penalty_compile_error)
+                self.state.failures["unsupported_child" if unsupported else
+                                    "llm_truncated" if p.failure_kind == "truncated" else "operator_failed"] += 1
+                continue
+            key = (p.candidate.id, p.shape)
+            o = results[key]
+            duplicate = p.duplicate or key in seen  # measured before, or by an earlier child of this generation
+            seen.add(key)
+            self.policy.update(p.context, p.operator, reward(o.status, o.speedup, p.parent_fitness,
+                                                             self.c.mutator, duplicate=duplicate))
+            if duplicate:
+                continue
+            self._observe(p.candidate, p.shape, o)
+            if o.status == Status.OK:
+                self.islands[p.island].add([Individual(p.candidate.id, p.shape, o.speedup or 0.0)])
+                continue
+            self.state.failures[str(o.status)] += 1
+            if o.status in REPAIRABLE and p.repair_depth < MAX_REPAIR_DEPTH:
+                self.state.repairs.append({"kernel": p.candidate.id, "shape": str(p.shape), "island": p.island,
+                                           "parent": p.origin or p.parents[0].id,
+                                           "depth": p.repair_depth})
+                del self.state.repairs[:-REPAIR_QUEUE]
+
     def _transfer(self) -> None:
-        """Try cell elites on their nearest neighbouring shapes (a winner is a good seed nearby)."""
-        best = {Shape(r["M"], r["N"], r["K"]): r["kernel_id"] for r in elites(self.archive, self.run_id)}
-        cells = sorted(best)
+        """Try cell elites on their neighbouring shapes: same N and K with the next smaller and the next
+        larger M (a winner at M=77 is a good seed at M=1 and at M=333), else the nearest shape."""
+        cells = sorted(self.best_on)
         self.rng.shuffle(cells)
-        pairs = []
-        for shape in cells[:len(self.islands)]:
-            kid = best[shape]
-            near = sorted((s for s in self.shapes if s != shape and (kid, s) not in self.known),
-                          key=lambda s: _log_distance(s, shape))
-            if near and self.candidates.get(kid):
-                pairs.append((self.candidates[kid], near[0]))
-        if not pairs or self.state.spent + len(pairs) > self.c.search.max_evaluations:
+        limit = max(len(self.islands), len(self.shapes) // 4)
+        pairs: list[tuple[Candidate, Shape]] = []
+        for shape in cells:
+            cand = self.candidates.get(self.best_on[shape][1])
+            if cand is None:
+                continue
+            for near in self._neighbours(shape):
+                if ((cand.id, near) not in self.known and (cand, near) not in pairs
+                        and cand.declaration.supports(near, num_sms=self.ev.num_sms)):
+                    pairs.append((cand, near))
+            if len(pairs) >= limit:
+                break
+        pairs = pairs[:max(0, min(limit, self.c.search.max_evaluations - self.state.spent))]
+        if not pairs:
             return
         results = self._evaluate(pairs, island_of={})
         for cand, shape in pairs:
             o = results[(cand.id, shape)]
+            self._observe(cand, shape, o)
             if o.status == Status.OK:
                 for isl in self.islands:
-                    if shape in isl.shapes:
+                    if shape in isl.shapes and self._fits(isl, cand.id):
                         isl.add([Individual(cand.id, shape, o.speedup or 0.0)])
+
+    def _neighbours(self, shape: Shape) -> list[Shape]:
+        same = sorted((s for s in self.shapes if (s.N, s.K) == (shape.N, shape.K) and s != shape), key=lambda s: s.M)
+        below = [s for s in same if s.M < shape.M][-1:]
+        above = [s for s in same if s.M > shape.M][:1]
+        if below or above:
+            return below + above
+        others = sorted((s for s in self.shapes if s != shape), key=lambda s: _log_distance(s, shape))
+        return others[:1]
 
     # ---- the loop ------------------------------------------------------------------------
     STALL_GENERATIONS = 20
@@ -351,7 +534,7 @@ class Search:
         sim = "SIMULATED " if self.c.evaluator.backend == "simulated" else ""
         log.info(f"{sim}gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
                  f"| {rate:.1f}/s | cells {len(rows)}/{len(self.shapes)} | geomean speedup by bucket: {best} "
-                 f"| failures: {fails}")
+                 f"| failures: {fails} | repairs {self.state.repair_uses} (queued {len(self.state.repairs)})")
 
 
 def _raise(error: Exception) -> Candidate:

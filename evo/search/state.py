@@ -20,6 +20,9 @@ class Plan:
     failure: str = ""  # why the operator produced no candidate
     failure_kind: str = ""  # "unavailable" (the API, not the operator: no penalty), "no_edit", ...
     parents: list = field(default_factory=list)
+    repair_depth: int = 0  # 0: a new child; n: the n-th repair attempt in a chain
+    origin: str = ""  # a repair: the kernel whose child failed (what revert_gene reverts towards)
+    duplicate: bool = False  # its (kernel, shape) was measured before this generation
 
 
 @dataclass
@@ -29,12 +32,17 @@ class SearchState:
     elapsed_s: float = 0.0
     failures: Counter = field(default_factory=Counter)
     stalled: int = 0  # generations in a row without a new evaluation
+    repairs: list[dict] = field(default_factory=list)  # failed children waiting for a repair, oldest first
+    repair_uses: int = 0  # repair operator uses so far
+    screened_out: int = 0  # children the cost model kept from the GPU
 
     def to_json(self) -> dict:
         return {"generation": self.generation, "spent": self.spent, "elapsed_s": self.elapsed_s,
-                "failures": dict(self.failures), "stalled": self.stalled}
+                "failures": dict(self.failures), "stalled": self.stalled, "repairs": self.repairs,
+                "repair_uses": self.repair_uses, "screened_out": self.screened_out}
 
     @staticmethod
     def from_json(d: dict) -> SearchState:
         return SearchState(d["generation"], d["spent"], d["elapsed_s"], Counter(d.get("failures", {})),
-                           d.get("stalled", 0))
+                           d.get("stalled", 0), list(d.get("repairs", [])), d.get("repair_uses", 0),
+                           d.get("screened_out", 0))

@@ -52,9 +52,10 @@ def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: ra
     return out
 
 
-def run_sweep(c: EvoConfig, raw=None) -> dict:
+def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> dict:
+    """The sweep of `families` (default: `c.family`, or every family)."""
     shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
-    families = [c.family] if c.family else sorted(FAMILIES)
+    families = families or ([c.family] if c.family else sorted(FAMILIES))
     with recorded_session(c, kind="sweep", raw_config=as_dict(raw, fallback=c)) as s:
         ev, archive, run_id = s.evaluator, s.archive, s.run_id
         rng = random.Random(c.search.seed)

@@ -1,0 +1,213 @@
+"""`evo compare`: the search against the baselines it must beat, at the same budget per shape.
+
+Arms, each on the same shape set with `compare.budget` evaluations per shape, each recorded in its
+own archive under `compare.out` (so GPU outputs can be kept, and a stopped comparison continues):
+
+    search     the evolutionary search (REINFORCE operator policy)       search.seed{n}.sqlite
+    uniform    the same search with a uniform operator policy            uniform.seed{n}.sqlite
+    shortlist  `evo sweep sweep.sample=shortlist` (deterministic: once)  shortlist.sqlite
+    random_tc  a seeded random sweep of the tensor-core families         random_tc.seed{n}.sqlite
+    screened   the search with the cost model screening children         screened.seed{n}.sqlite
+               (search.screen_factor=3; not in the default arms)
+
+The table gives, per shape and arm, the per-shape best time's ratio to the shortlist sweep's
+(shortlist time / arm time: > 1 is faster than the shortlist) and the speedup over the best library,
+as geomean over seeds with the min-max spread; the geomean row over shapes; and, per arm, how
+many evaluations on a shape it took to reach 95% of that shape's final best (mean over shapes).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tabulate import tabulate
+
+from evo.archive import Archive
+from evo.archive.elites import elites
+from evo.archive.queries import evaluation_trace
+from evo.config import EvoConfig, as_dict
+from evo.core.logs import RESULT
+from evo.core.shapes import Shape, build_shape_set
+from evo.core.summary import geomean
+
+log = logging.getLogger(__name__)
+
+SEEDED = ("search", "uniform", "random_tc", "screened")
+SEARCHES = ("search", "uniform", "screened")
+ORDER = ("search", "screened", "uniform", "random_tc", "shortlist")
+REFERENCE = "shortlist"
+TENSOR_CORE = ["ampere", "hopper"]
+
+
+@dataclass
+class ArmRun:
+    """What one arm found with one seed."""
+    arm: str
+    seed: int
+    best_ms: dict[Shape, float] = field(default_factory=dict)
+    speedup: dict[Shape, float] = field(default_factory=dict)
+    to_95: dict[Shape, int] = field(default_factory=dict)  # evaluations on the shape to 95% of its final best
+    evaluations: int = 0
+
+
+def archive_path(out: str | Path, arm: str, seed: int) -> Path:
+    name = f"{arm}.sqlite" if arm not in SEEDED else f"{arm}.seed{seed}.sqlite"
+    return Path(out) / name
+
+
+def arm_config(c: EvoConfig, arm: str, seed: int) -> EvoConfig:
+    """The configuration of one arm: the same shapes, evaluator and budget per shape for all."""
+    a = copy.deepcopy(c)
+    shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
+    a.archive.path = str(archive_path(c.compare.out, arm, seed))
+    a.search.seed = seed
+    a.search.max_evaluations = c.compare.budget * len(shapes)
+    a.mutator.policy = "uniform" if arm == "uniform" else c.mutator.policy
+    if arm == "screened":
+        a.search.screen_factor = max(3, c.search.screen_factor)
+    a.sweep.budget = c.compare.budget
+    a.sweep.sample = "shortlist" if arm == "shortlist" else "random"
+    a.family = None
+    return a
+
+
+def run_arm(c: EvoConfig, arm: str, seed: int) -> None:
+    """One arm, recorded in its own archive."""
+    from evo.search import resume, run_search
+    from evo.search.sweep import run_sweep
+    a = arm_config(c, arm, seed)
+    log.info(f"compare: {arm} (seed {seed}) -> {a.archive.path}")
+    if arm in SEARCHES and Path(a.archive.path).is_file():
+        resume(a.archive.path)  # a search arm stopped part way continues where it stopped
+    elif arm in SEARCHES:
+        run_search(a)
+    else:
+        run_sweep(a, families=TENSOR_CORE if arm == "random_tc" else None)
+
+
+def finished(path: Path) -> bool:
+    """Whether the archive holds a finished run (an arm done before, kept and not re-run)."""
+    if not path.is_file():
+        return False
+    a = Archive.open(path, create=False)
+    try:
+        run = a.last_run()
+        return bool(run and run["status"] == "finished")
+    finally:
+        a.close()
+
+
+def read_arm(path: Path, arm: str, seed: int) -> ArmRun:
+    """The per-shape bests and the evaluations to 95% of them, from an arm's archive."""
+    a = Archive.open(path, create=False)
+    try:
+        run = a.last_run()
+        assert run is not None
+        r = ArmRun(arm, seed)
+        for row in elites(a, run["id"]):
+            shape = Shape(row["M"], row["N"], row["K"])
+            r.best_ms[shape], r.speedup[shape] = row["time_ms"], row["speedup"]
+        trace = evaluation_trace(a, run["id"])
+    finally:
+        a.close()
+    r.evaluations = len(trace)
+    r.to_95 = evaluations_to_95(trace, r.speedup)
+    return r
+
+
+def evaluations_to_95(trace: list[dict], final: dict[Shape, float]) -> dict[Shape, int]:
+    """Per shape: how many of the evaluations on it came before its running best reached 95% of its
+    final best (counted per shape, so that sweeps going shape by shape compare fairly)."""
+    seen: dict[Shape, int] = {}
+    out: dict[Shape, int] = {}
+    for row in trace:
+        shape = Shape(row["M"], row["N"], row["K"])
+        seen[shape] = seen.get(shape, 0) + 1
+        if shape not in out and shape in final and (row["speedup"] or 0) >= 0.95 * final[shape]:
+            out[shape] = seen[shape]
+    return out
+
+
+def spread(values: list[float]) -> str:
+    """Geomean over seeds, with min-max when there are several."""
+    g = geomean(values)
+    if g is None:
+        return "-"
+    return f"{g:.3f}" if len(values) < 2 else f"{g:.3f} [{min(values):.3f}-{max(values):.3f}]"
+
+
+def comparison(runs: list[ArmRun], shapes: list[Shape]) -> dict:
+    """Per shape and arm: ratios to the shortlist and speedups over the best library, per seed;
+    geomeans over shapes per seed; mean evaluations to 95% per seed."""
+    ref = next((r for r in runs if r.arm == REFERENCE), None)
+    arms = sorted({r.arm for r in runs}, key=ORDER.index)
+    result: dict = {"shapes": [str(s) for s in shapes], "arms": {}}
+    for arm in arms:
+        mine = [r for r in runs if r.arm == arm]
+        per_shape, geo_ratio, geo_speedup, to95 = {}, [], [], []
+        for s in shapes:
+            ratios = [ref.best_ms[s] / r.best_ms[s] for r in mine if ref and s in ref.best_ms and s in r.best_ms]
+            per_shape[str(s)] = {"vs_shortlist": ratios, "vs_library": [r.speedup[s] for r in mine if s in r.speedup]}
+        for r in mine:
+            if ref:
+                geo_ratio.append(geomean([ref.best_ms[s] / r.best_ms[s] for s in shapes
+                                          if s in ref.best_ms and s in r.best_ms]))
+            geo_speedup.append(geomean([r.speedup.get(s) for s in shapes]))
+            if r.to_95:
+                to95.append(statistics.mean(r.to_95.values()))
+        result["arms"][arm] = {"seeds": [r.seed for r in mine], "per_shape": per_shape,
+                               "geomean_vs_shortlist": [g for g in geo_ratio if g],
+                               "geomean_vs_library": [g for g in geo_speedup if g],
+                               "mean_evaluations_to_95": to95, "evaluations": [r.evaluations for r in mine]}
+    return result
+
+
+def format_comparison(result: dict) -> str:
+    arms = list(result["arms"])
+    others = [a for a in arms if a != REFERENCE]  # the shortlist's ratio to itself is 1
+    headers = ["shape"] + [f"{a} vs shortlist" for a in others] + [f"{a} vs lib" for a in arms]
+    rows = []
+    for s in result["shapes"]:
+        rows.append([s] + [spread(result["arms"][a]["per_shape"][s]["vs_shortlist"]) for a in others]
+                    + [spread(result["arms"][a]["per_shape"][s]["vs_library"]) for a in arms])
+    rows.append(["geomean"] + [spread(result["arms"][a]["geomean_vs_shortlist"]) for a in others]
+                + [spread(result["arms"][a]["geomean_vs_library"]) for a in arms])
+    to95 = [[a, f"{statistics.mean(v):.1f}" if (v := result["arms"][a]["mean_evaluations_to_95"]) else "-",
+             ", ".join(map(str, result["arms"][a]["evaluations"]))] for a in arms]
+    return (tabulate(rows, headers=headers, disable_numparse=True, stralign="right")
+            + "\n\n" + tabulate(to95, headers=["arm", "evals on a shape to 95% of its best (mean)",
+                                               "evaluations per seed"], disable_numparse=True))
+
+
+def run_compare(c: EvoConfig, raw=None) -> dict:
+    """Run the arms not finished yet in `compare.out` (seed by seed), then tabulate every finished one.
+    Returns the comparison (also written to `compare.out`/compare.json)."""
+    out = Path(c.compare.out)
+    out.mkdir(parents=True, exist_ok=True)
+    shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
+    plan = [(arm, 0) for arm in c.compare.arms if arm not in SEEDED]
+    plan += [(arm, seed) for seed in range(c.compare.seeds) for arm in c.compare.arms if arm in SEEDED]
+    if not c.compare.report_only:
+        log.info(f"compare: {len(plan)} arm runs ({', '.join(f'{a}/{s}' for a, s in plan)}) of {c.compare.budget} "
+                 f"evaluations on each of {len(shapes)} shapes, in {out}")
+        for arm, seed in plan:
+            if finished(archive_path(out, arm, seed)):
+                log.info(f"compare: {arm} (seed {seed}) already finished in {out}: kept")
+                continue
+            run_arm(c, arm, seed)
+    runs = [read_arm(archive_path(out, arm, seed), arm, seed) for arm, seed in plan
+            if finished(archive_path(out, arm, seed))]
+    result = comparison(runs, shapes)
+    result["budget_per_shape"] = c.compare.budget
+    result["backend"] = c.evaluator.backend
+    result["config"] = as_dict(raw, fallback=c)
+    (out / "compare.json").write_text(json.dumps(result, indent=1, default=str))
+    sim = "SIMULATED (modelled times, not measurements): " if c.evaluator.backend == "simulated" else ""
+    log.info(f"{sim}per-shape best of each arm at {c.compare.budget} evaluations per shape, over seeds "
+             f"(geomean [min-max]); vs shortlist = shortlist time / arm time\n" + format_comparison(result),
+             extra=RESULT)
+    return result

@@ -1,0 +1,106 @@
+"""A learned cost model: predicted log time of a kernel at a shape, to screen children before the GPU.
+
+Features (`features`) come from the source's `#define NAME value` lines (the families' genomes and
+what an LLM edit keeps of them), the family, the shape, the tile effects the genome implies at that
+shape (padding, wave quantization, k-steps per CTA) and, when given, the ptxas resource report
+(registers, spills). The target is log(time / roofline floor), so all shapes share one model.
+The fit is ridge regression (numpy least squares on standardized features), refit from every
+correct measurement so far; `rank` orders candidate children by predicted time.
+
+`screen` keeps the predicted best of many children and, for exploration, a share drawn at random
+from the rest, so the GPU evaluates the promising few and the model still sees where it is wrong.
+"""
+from __future__ import annotations
+
+import math
+import random
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from evo.core.kernel import Candidate
+from evo.core.records import Resources
+from evo.core.shapes import Shape
+
+DEFINES = ("BM", "BN", "BK", "WM", "WN", "STAGES", "SPLIT_K", "GROUP_M", "CONSUMERS", "CTAS_PER_SM",
+           "SPLIT_CLUSTER", "CLUSTER_M", "PERSISTENT", "THREADS", "TM", "TN")
+FAMILIES = ("hopper", "ampere", "simt")
+_DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)\b", re.M)
+NUM_SMS = 132
+MIN_ROWS = 12  # measurements before the model ranks anything (before: no screening)
+
+
+def features(cand: Candidate, shape: Shape, resources: Resources | None = None, *, num_sms: int = NUM_SMS) -> list[float]:
+    d = {k: int(v) for k, v in _DEFINE.findall(cand.source) if k in DEFINES}
+    bm, bn, split = d.get("BM", 64), d.get("BN", 64), max(1, d.get("SPLIT_K", 1))
+    tm, tn = math.ceil(shape.M / bm), math.ceil(shape.N / bn)
+    work = tm * tn * split
+    waves = math.ceil(work / num_sms)
+    padding = shape.M * shape.N / (tm * bm * tn * bn)
+    quantization = work / (waves * num_sms)
+    k_steps = shape.K / split / max(1, d.get("BK", 64))
+    row = [math.log2(d[k] + 1) if k in d else 0.0 for k in DEFINES]
+    row += [1.0 if cand.family == f else 0.0 for f in FAMILIES]
+    row += [math.log(shape.M), math.log(shape.N), math.log(shape.K), math.log(padding), math.log(quantization),
+            math.log(waves), math.log(k_steps + 1), math.log(bm * bn / (bm + bn)), float(split > 1),
+            math.log(padding) * math.log(shape.M), math.log(quantization) * math.log(shape.N)]
+    r = resources
+    row += [math.log2(r.registers + 1) if r else 0.0, math.log2(r.spill_stores + 1) if r else 0.0,
+            1.0 if r else 0.0]
+    return row
+
+
+@dataclass
+class CostModel:
+    ridge: float = 1.0
+    rows: list[tuple[str, list[float], float]] = field(default_factory=list)  # (key, features, target)
+    _w: np.ndarray | None = None
+    _mu: np.ndarray | None = None
+    _sd: np.ndarray | None = None
+
+    def add(self, key: str, x: list[float], log_time_over_floor: float) -> None:
+        self.rows.append((key, x, log_time_over_floor))
+        self._w = None
+
+    @property
+    def ready(self) -> bool:
+        return len(self.rows) >= MIN_ROWS
+
+    def fit(self) -> None:
+        rows = sorted(self.rows, key=lambda r: r[0])  # the same fit whatever order measurements arrived in
+        X = np.array([r[1] for r in rows], dtype=float)
+        y = np.array([r[2] for r in rows], dtype=float)
+        self._mu, self._sd = X.mean(axis=0), X.std(axis=0) + 1e-9
+        Z = np.hstack([(X - self._mu) / self._sd, np.ones((len(X), 1))])
+        reg = self.ridge * np.eye(Z.shape[1])
+        reg[-1, -1] = 0.0  # the intercept is not shrunk
+        self._w = np.linalg.solve(Z.T @ Z + reg, Z.T @ y)
+
+    def predict(self, xs: list[list[float]]) -> list[float]:
+        """Predicted log(time / floor) per feature row."""
+        if self._w is None:
+            self.fit()
+        assert self._w is not None and self._mu is not None and self._sd is not None
+        Z = np.hstack([(np.array(xs, dtype=float) - self._mu) / self._sd, np.ones((len(xs), 1))])
+        return [float(v) for v in Z @ self._w]
+
+
+def screen(predicted: list[float], keep: int, rng: random.Random, *, explore: float = 0.25) -> list[int]:
+    """Indices of the children to evaluate: the `keep` best predicted, of which a share `explore` is
+    drawn at random from the others instead (so the model keeps seeing where it is wrong)."""
+    order = sorted(range(len(predicted)), key=lambda i: (predicted[i], i))
+    if keep >= len(order):
+        return list(range(len(predicted)))
+    wild = min(int(round(keep * explore)), len(order) - keep)
+    chosen = order[:keep - wild]
+    rest = order[keep - wild:]
+    chosen += rng.sample(rest, wild)
+    return sorted(chosen)
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    """Rank correlation (ties broken by position)."""
+    ra = np.argsort(np.argsort(np.array(a)))
+    rb = np.argsort(np.argsort(np.array(b)))
+    return float(np.corrcoef(ra, rb)[0, 1])

@@ -1,0 +1,51 @@
+"""`evo compare` with the CPU test double: every arm at the same budget per shape, the table, reuse."""
+from evo.archive import Archive
+from evo.cli.hydra_app import compose
+from evo.core.shapes import Shape
+from evo.search.compare import archive_path, evaluations_to_95, run_compare
+
+SHAPES = "shapes.list=[77x4096x4096,1024x1024x1024]"
+
+
+def test_compare_runs_every_arm_at_the_same_budget_and_keeps_finished_arms(tmp_path, compile_cache):
+    out = tmp_path / "cmp"
+    c, raw = compose(["evaluator=simulated", "shapes=inline", SHAPES, "llm=none", "search.progress=false",
+                      "islands.n=2", "islands.population=4", "search.children_per_island=4", "compare.budget=6",
+                      "compare.seeds=2", f"compare.out={out}", f"archive.path={tmp_path / 'unused.sqlite'}"])
+    result = run_compare(c, raw)
+    assert set(result["arms"]) == {"search", "uniform", "shortlist", "random_tc"}
+    for arm, r in result["arms"].items():
+        assert r["seeds"] == ([0] if arm == "shortlist" else [0, 1])
+        assert all(12 <= n <= 12 + 4 for n in r["evaluations"]), (arm, r["evaluations"])  # 6 per shape x 2
+        assert all(len(v["vs_library"]) == len(r["seeds"]) for v in r["per_shape"].values())
+    assert result["arms"]["shortlist"]["geomean_vs_shortlist"] == [1.0]
+    assert (out / "compare.json").is_file()
+    runs_before = [Archive.open(archive_path(out, "search", s)).last_run()["id"] for s in (0, 1)]
+    again = run_compare(c, raw)  # everything finished: tabulated again, nothing re-run
+    assert [Archive.open(archive_path(out, "search", s)).last_run()["id"] for s in (0, 1)] == runs_before
+    assert again["arms"]["search"]["geomean_vs_shortlist"] == result["arms"]["search"]["geomean_vs_shortlist"]
+
+
+def test_evaluations_to_95_count_per_shape():
+    a, b = Shape(1, 64, 64), Shape(2, 64, 64)
+    trace = [{"M": 1, "N": 64, "K": 64, "speedup": 0.5}, {"M": 2, "N": 64, "K": 64, "speedup": 1.0},
+             {"M": 1, "N": 64, "K": 64, "speedup": None}, {"M": 1, "N": 64, "K": 64, "speedup": 0.96}]
+    assert evaluations_to_95(trace, {a: 1.0, b: 1.0}) == {a: 3, b: 1}
+
+
+def test_compare_is_a_hydra_command_with_help():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "evo", "compare", "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "usage: evo compare" in out.stdout and "compare.budget=N" in out.stdout
+
+
+def test_each_arm_gets_the_same_budget_and_its_own_archive(tmp_path):
+    from evo.search.compare import arm_config
+    c, _ = compose(["evaluator=simulated", "shapes=inline", SHAPES, "compare.budget=5", f"compare.out={tmp_path}"])
+    arms = {arm: arm_config(c, arm, 1) for arm in ("search", "uniform", "screened", "shortlist", "random_tc")}
+    assert {a.search.max_evaluations for a in arms.values()} == {10} and {a.sweep.budget for a in arms.values()} == {5}
+    assert arms["uniform"].mutator.policy == "uniform" and arms["search"].mutator.policy == "reinforce"
+    assert arms["screened"].search.screen_factor == 3 and arms["search"].search.screen_factor == 1
+    assert arms["shortlist"].sweep.sample == "shortlist" and arms["random_tc"].sweep.sample == "random"
+    assert len({a.archive.path for a in arms.values()}) == 5

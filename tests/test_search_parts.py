@@ -1,0 +1,203 @@
+"""The search's parts: the shape bandit, the repair queue, the shared operator policy, compile
+options, and variation that never touches the process-global `random`."""
+import random
+import re
+
+import pytest
+
+from evo.archive import Archive
+from evo.cli.hydra_app import compose
+from evo.core.compile_options import OptionError, nvcc_flags, options_of, with_options
+from evo.core.shapes import Shape
+from evo.families import FAMILIES
+from evo.islands import Individual, Island
+from evo.mutators.policy import OperatorPolicy
+from evo.mutators.structural import OPERATORS
+from evo.search import run_search
+from evo.search.allocation import ShapeAllocator
+from tests.fake_anthropic import FakeAnthropic, message, prompt_of, source_in
+
+A, B, C = Shape(64, 4096, 4096), Shape(256, 4096, 4096), Shape(1024, 4096, 4096)
+
+
+def test_the_bandit_tries_every_shape_then_spends_on_the_shape_that_improves():
+    alloc = ShapeAllocator({A: 0.01, B: 0.01, C: 0.01})
+    assert {alloc.pick([A, B, C]) for _ in range(3)} == {A, B, C}  # unmeasured shapes first, spread
+    alloc.settle()
+    for s in (A, B, C):
+        alloc.observe(s, 0.05, 0.5)
+    times = {A: 0.05, B: 0.05, C: 0.05}
+    for _ in range(60):
+        s = alloc.pick([A, B, C])
+        if s == B:  # only B keeps improving
+            times[B] *= 0.97
+        alloc.observe(s, times[s], 0.5 * 0.05 / times[s])
+    share = alloc.share()
+    assert share[str(B)] > share[str(A)] + 10 and share[str(B)] > share[str(C)] + 10, share
+    assert min(share.values()) >= 4  # exploration keeps the others alive
+    again = ShapeAllocator({A: 0.01, B: 0.01, C: 0.01})
+    again.load(alloc.to_json())
+    assert again.to_json() == alloc.to_json() and again.pick([A, B, C]) == alloc.pick([A, B, C])
+
+
+def test_a_shape_at_its_floor_gets_less_than_one_with_headroom():
+    alloc = ShapeAllocator({A: 0.05, B: 0.01})
+    alloc.observe(A, 0.0501, 1.2)  # at its roofline floor and ahead of the libraries
+    alloc.observe(B, 0.05, 0.5)  # 5x off its floor, behind the libraries
+    assert alloc.gain(B) > alloc.gain(A)
+
+
+def test_the_policy_shares_what_it_learns_across_contexts():
+    p = OperatorPolicy(["good", "bad"], learning_rate=0.3, min_probability=0.02)
+    rng = random.Random(0)
+    for _ in range(200):
+        op = p.choose("1-10 GFLOP|hopper", rng)
+        p.update("1-10 GFLOP|hopper", op, {"good": 0.5, "bad": -1.0}[op])
+    unseen = p.probabilities(">=1 TFLOP|ampere")  # no use in this bucket or family yet
+    assert unseen["good"] > 0.7
+    assert p.probabilities("1-10 GFLOP|hopper")["good"] > unseen["good"]  # the offsets add what is particular
+    state = p.state()
+    assert set(state) >= {"shared", "by_bucket", "by_family", "baseline", "uses"}
+    q = OperatorPolicy(["good", "bad"], learning_rate=0.3, min_probability=0.02)
+    q.load(state)
+    assert q.probabilities("x|simt") == p.probabilities("x|simt")
+
+
+def test_compile_options_are_part_of_the_source_and_only_whitelisted(compiler):
+    amp = FAMILIES["ampere"].candidate(FAMILIES["ampere"].default)
+    capped = with_options(amp.source, {"minblocks": "4", "dlcm": "cg"})
+    assert options_of(capped) == {"minblocks": "4", "dlcm": "cg"}
+    assert "__launch_bounds__(THREADS, 4)" in capped and nvcc_flags(capped) == ("-Xptxas", "-dlcm=cg")
+    assert with_options(capped, {}) == amp.source  # options removed: the seed again
+    plain, small = compiler.compile(amp.source), compiler.compile(capped)
+    assert plain.ok and small.ok and small.resources.registers <= 128 < plain.resources.registers
+    assert compiler.key(capped) != compiler.key(amp.source)
+    bad = "// evo-nvcc: maxrregcount=16 Xcompiler=-fplugin\n" + amp.source
+    with pytest.raises(OptionError, match="not allowed"):
+        options_of(bad)
+    r = compiler.compile(bad)
+    assert not r.ok and "not allowed" in r.log
+
+
+def test_the_compile_options_operator_changes_one_option_and_children_inherit_options():
+    rng = random.Random(1)
+    parent = FAMILIES["ampere"].candidate(FAMILIES["ampere"].default)
+    op = OPERATORS["compile_options"]
+    child = op.apply([parent], rng)
+    assert child.id != parent.id and child.params == parent.params and len(options_of(child.source)) == 1
+    grandchild = OPERATORS["mutate_one"].apply([child], rng)
+    assert options_of(grandchild.source).items() <= options_of(child.source).items()
+    assert options_of(grandchild.source) == options_of(child.source) or "minblocks" in options_of(child.source)
+
+
+def test_revert_gene_moves_a_failed_child_back_towards_its_parent():
+    fam = FAMILIES["ampere"]
+    parent = fam.candidate(fam.default)
+    failed = fam.candidate(fam.repair(dict(fam.default, STAGES=2, BK=64 if fam.default.get("BK") != 64 else 32),
+                                      random.Random(0)))
+    differing = {k for k in fam.space if failed.params[k] != parent.params[k]}
+    assert differing
+    op = OPERATORS["revert_gene"]
+    assert op.repairs and op.applies([failed, parent]) and not op.applies([parent, parent])
+    child = op.apply([failed, parent], random.Random(0))
+    assert sum(child.params[k] != parent.params[k] for k in fam.space) < len(differing) or len(differing) == 1
+
+
+def test_variation_never_touches_the_global_random():
+    state = random.getstate()
+    rng = random.Random(3)
+    fam = FAMILIES["hopper"]
+    a, b = fam.candidate(fam.default), fam.candidate(fam.suggest(512, 4096, 4096)[0])
+    island = Island(0, [A], members=[Individual(a.id, A, 1.0), Individual(b.id, A, 0.5)])
+    for _ in range(20):
+        island.select(2, rng)
+        for name in ("mutate_one", "mutate_many", "crossover", "change_family", "compile_options"):
+            OPERATORS[name].apply([a, b], rng)
+    assert random.getstate() == state
+
+
+def test_failed_children_reach_the_llm_repair_prompts(monkeypatch, tmp_path, compile_cache):
+    """The fake model answers improvement prompts with a wrong kernel and repair prompts with a fix."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+
+    def behaviour(req, n):
+        if req["max_tokens"] == 1:  # the test call before the first generation
+            return 200, message(""), 0
+        prompt = prompt_of(req)
+        block = re.search(r"// @evo block\s*=.*", source_in(prompt)).group(0)
+        if "Operator: repair_incorrect" in prompt:
+            return 200, message(f"<<<<<<< SEARCH\n{block}\n// evo-sim: incorrect\n=======\n{block}\n"
+                                ">>>>>>> REPLACE\n"), 0
+        return 200, message(f"<<<<<<< SEARCH\n{block}\n=======\n{block}\n// evo-sim: incorrect\n>>>>>>> REPLACE\n"), 0
+
+    with FakeAnthropic(behaviour) as server:
+        c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[1024x1024x1024]", "llm=anthropic",
+                          f"llm.base_url={server.url}", "llm.prompts=[deepen_pipeline,repair_incorrect]",
+                          "mutator.structural=[]", "search.max_evaluations=10", "islands.n=1",
+                          "islands.population=4", "search.children_per_island=4", "search.progress=false",
+                          "search.seeds_per_shape=1", "islands.specialize=none", "search.seed=1",
+                          "search.repair_share=0.5", f"archive.path={tmp_path / 'r.sqlite'}"])
+        result = run_search(c, raw)
+        repair_prompts = [r for r in server.requests if "Operator: repair_incorrect" in prompt_of(r)]
+    assert repair_prompts, "no failed child reached a repair prompt"
+    archive = Archive.open(result.archive)
+    state = archive.get_state(result.run_id, "search")
+    assert state["repair_uses"] == len(repair_prompts)
+    ops = {r["operator"] for r in archive.db.query("select operator from llm_calls")}
+    assert {"llm:deepen_pipeline", "llm:repair_incorrect"} <= ops
+
+
+def _simulated_measurements(n: int, seed: int):
+    """(candidate, shape, log(time / floor)) from the CPU test double's model: modelled, not measured."""
+    import math
+
+    from evo.evaluation.simulated import PEAKS, model_time_ms
+    rng = random.Random(seed)
+    shapes = [Shape(1, 6144, 4096), Shape(77, 4096, 4096), Shape(333, 4096, 14336), Shape(2048, 28672, 4096),
+              Shape(197, 3072, 768), Shape(1024, 1024, 1024), Shape(64, 1024, 4096), Shape(4096, 4096, 4096)]
+    out = []
+    while len(out) < n:
+        fam = FAMILIES[rng.choice(["hopper", "ampere"])]
+        cand, shape = fam.candidate(fam.random(rng)), rng.choice(shapes)
+        if cand.declaration.supports(shape):
+            out.append((cand, shape, math.log(model_time_ms(cand.source, shape) / PEAKS.floor_ms(shape.flops,
+                                                                                                   shape.min_bytes))))
+    return out
+
+
+def test_the_cost_model_ranks_held_out_children_and_screening_keeps_most_of_the_best():
+    from evo.search.cost_model import CostModel, features, screen, spearman
+    data = _simulated_measurements(300, seed=0)
+    train, held_out = data[:200], data[200:]
+    model = CostModel()
+    for cand, shape, y in train:
+        model.add(f"{cand.id}|{shape}", features(cand, shape), y)
+    predicted = model.predict([features(c, s) for c, s, _ in held_out])
+    truth = [y for _, _, y in held_out]
+    assert spearman(predicted, truth) > 0.7
+    # evaluating the predicted best third (no exploration) finds most of the true best tenth
+    kept = set(screen(predicted, len(held_out) // 3, random.Random(0), explore=0.0))
+    best = sorted(range(len(truth)), key=truth.__getitem__)[:len(truth) // 10]
+    assert sum(i in kept for i in best) >= 0.7 * len(best)
+    with_exploration = screen(predicted, 30, random.Random(0), explore=0.25)
+    assert len(with_exploration) == 30 and sum(i not in kept for i in with_exploration) >= 1
+
+
+def test_a_search_with_screening_keeps_children_from_the_gpu(tmp_path, compile_cache):
+    c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[77x4096x4096,1024x1024x1024]",
+                      "llm=none", "search.progress=false", "search.max_evaluations=26", "islands.n=1",
+                      "islands.population=6", "search.children_per_island=6", "search.screen_factor=3",
+                      "search.seed=2", f"archive.path={tmp_path / 's.sqlite'}"])
+    result = run_search(c, raw)
+    state = Archive.open(result.archive).get_state(result.run_id, "search")
+    assert state["screened_out"] > 0 and 26 <= state["spent"] <= 32
+
+
+def test_next_pick_walks_the_shortlist_of_the_target_shape():
+    fam, shape = FAMILIES["hopper"], Shape(333, 4096, 14336)
+    picks = fam.suggest(shape.M, shape.N, shape.K, limit=64)
+    first = fam.candidate(picks[0])
+    child = OPERATORS["next_pick"].apply([first], random.Random(0), shape=shape)
+    assert child.params == picks[1] and child.parents == (first.id,)
+    off_list = fam.candidate(fam.repair(dict(fam.default, GROUP_M=1, STAGES=2), random.Random(0)))
+    assert OPERATORS["next_pick"].apply([off_list], random.Random(0), shape=shape).params == picks[0]
