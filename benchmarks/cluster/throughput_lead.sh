@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Sweep throughput on the two-H200 machine, one GPU vs two through Dask vs two through the local
-# pool: the same random ampere sweep (7 shapes x ${BUDGET:-36}) after a warm-up run that fills the
-# compile cache. A longer sweep than x2_lead.sh's, so each GPU's own library baselines (timed once per
-# shape and GPU) weigh less. Expects evo installed (PYTHONPATH) and OUT set.
+# pool: the same random ampere sweep (7 shapes x ${BUDGET:-24}) after a warm-up run that fills the
+# compile cache. Each GPU times its own library baselines once per shape; with the default
+# LIBS=[torch] that is one library, not three (x2_lead.sh timed three in an 84-evaluation sweep, where
+# they took a large share of the run). Expects evo installed (PYTHONPATH) and OUT set.
 set -u -o pipefail
 REPO=${REPO:-$PWD}
-SWEEP="sweep family=ampere shapes=smoke sweep.sample=random sweep.budget=${BUDGET:-36} evaluator.draws=1 evaluator.replays=3
-       evaluator.target_replay_ms=5 evaluator.timeout_s=20 search.progress=false"
+SWEEP="sweep family=ampere shapes=smoke sweep.sample=random sweep.budget=${BUDGET:-24} evaluator.draws=1 evaluator.replays=3
+       evaluator.target_replay_ms=5 evaluator.timeout_s=20 search.progress=false evaluator.libraries=${LIBS:-[torch]}"
 runs=()
 for spec in "warmup:" "local_1gpu:evaluator.gpus=[0]" "dask_2gpu:evaluator.cluster=local" "local_2gpu:"; do
   name=${spec%%:*}; extra=${spec#*:}; echo "== $(date -u +%H:%M:%S) sweep $name"
