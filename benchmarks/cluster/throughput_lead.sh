@@ -9,7 +9,7 @@ REPO=${REPO:-$PWD}
 SWEEP="sweep family=ampere shapes=smoke sweep.sample=random sweep.budget=${BUDGET:-24} evaluator.draws=1 evaluator.replays=3
        evaluator.target_replay_ms=5 evaluator.timeout_s=20 search.progress=false evaluator.libraries=${LIBS:-[torch]}"
 runs=()
-for spec in "warmup:" "local_1gpu:evaluator.gpus=[0]" "dask_2gpu:evaluator.cluster=local" "local_2gpu:"; do
+for spec in ${SPECS:-warmup: local_1gpu:evaluator.gpus=[0] dask_2gpu:evaluator.cluster=local local_2gpu:}; do
   name=${spec%%:*}; extra=${spec#*:}; echo "== $(date -u +%H:%M:%S) sweep $name"
   t0=$(date +%s.%N)
   timeout ${SWEEP_S:-80} evo $SWEEP $extra archive.path=$OUT/sweep_$name.sqlite > $OUT/sweep_$name.log 2>&1
