@@ -116,6 +116,13 @@ def tile_score(M: int, N: int, bm: int, bn: int, split: int, num_sms: int, reduc
     return (M * N) / (tm * bm * tn * bn) * work / (waves * num_sms) * intensity / reduction
 
 
+def mma_sync_snippet() -> str:
+    """The mma.sync building blocks (cp.async copies, swizzled shared-memory offsets, ldmatrix, the
+    m16n8k16 multiply-accumulate) that the ampere and skinny templates share; pasted into each source,
+    because a candidate is one self-contained text."""
+    return template_text("mma_sync.cuh").rstrip("\n")
+
+
 def splitk_snippet(split_k: int) -> str:
     return template_text("splitk.cuh") if split_k > 1 else ""
 

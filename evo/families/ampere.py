@@ -2,6 +2,7 @@
 from evo.families._family import (
     Family,
     Params,
+    mma_sync_snippet,
     split_for,
     splitk_requires,
     splitk_snippet,
@@ -51,7 +52,7 @@ AMPERE = Family(
            "STAGES": (2, 3, 4, 5), "SPLIT_K": (1, 2, 4, 8, 16), "GROUP_M": (1, 8)},
     template="ampere.cu",
     _problem=_problem,
-    _derive=lambda p: {"THREADS": str(_threads(p)), "SMEM": str(_smem(p)),
+    _derive=lambda p: {"THREADS": str(_threads(p)), "SMEM": str(_smem(p)), "MMA_SYNC": mma_sync_snippet(),
                        "SPLITK": splitk_snippet(p["SPLIT_K"]),
                        "SPLITK_REQUIRES": splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])},
     default={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "SPLIT_K": 1, "GROUP_M": 8},

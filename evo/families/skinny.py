@@ -3,7 +3,7 @@ that the tokens fill the 8-wide side of the instruction; B streams through cp.as
 keep every SM loading. Correct for any M (row tiles of MP), fast where B's traffic dominates."""
 import math
 
-from evo.families._family import Family, Params, splitk_requires, splitk_snippet
+from evo.families._family import Family, Params, mma_sync_snippet, splitk_requires, splitk_snippet
 
 SMEM_LIMIT = 232448
 SMEM_PER_SM = 233472
@@ -72,6 +72,7 @@ SKINNY = Family(
     template="skinny.cu",
     _problem=_problem,
     _derive=lambda p: {"THREADS": str(p["WARPS"] * 32), "WN": str(_wn(p)), "SMEM": str(_smem(p)),
+                       "MMA_SYNC": mma_sync_snippet(),
                        "SPLITK": splitk_snippet(p["SPLIT_K"]),
                        "SPLITK_REQUIRES": splitk_requires(p["SPLIT_K"], p["MP"], p["BN"])},
     default={"MP": 16, "BN": 128, "BK": 64, "WARPS": 4, "STAGES": 4, "SPLIT_K": 4},
