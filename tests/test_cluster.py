@@ -45,7 +45,7 @@ def test_a_job_pinned_to_a_gpu_the_pool_lacks_is_an_error_not_a_wait():
 
 def test_a_cluster_without_dask_installed_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed
-    with pytest.raises(ConfigError, match=r"pip install 'evo-hgemm\[cluster\]'"):
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[cluster\]' in evo's checkout"):
         Evaluator(EvaluatorConfig(backend="simulated", cluster="local"))
 
 
@@ -244,3 +244,15 @@ def test_the_slurm_example_asks_for_one_gpu_and_one_non_daemonic_worker_per_job(
     worker = next(line for line in script.splitlines() if "dask_worker" in line)
     assert "--nthreads 1" in worker and "--resources GPU=1" in worker
 
+
+
+def test_a_batch_cluster_is_refused_where_its_submit_command_is_missing(tmp_path, monkeypatch):
+    from evo.core.errors import ConfigError
+    from evo.evaluation.jobqueue import check_submit
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ConfigError, match="`sbatch` is not on PATH: run `evo cluster` on a SLURM login node"):
+        check_submit({"kind": "slurm", "jobs": 1, "options": {}})
+    fake = tmp_path / "sbatch"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    check_submit({"kind": "slurm", "jobs": 1, "options": {}})  # found: no error

@@ -47,8 +47,8 @@ def export_cli(argv: list[str]) -> None:
         try:
             from evo.dispatch.verify import verify
         except ImportError as e:
-            raise EvoError(f"--verify needs torch with CUDA ({e}): pip install 'evo-hgemm[gpu]' on the GPU "
-                           f"machine; the export itself is written to {a.out}/") from None
+            raise EvoError(f"--verify needs torch with CUDA ({e}): pip install -e '.[gpu]' in evo's checkout on the GPU "
+                           f"machine; the export itself is written to {a.out.rstrip('/')}/") from None
         verify(a.out)
 
 
@@ -65,7 +65,7 @@ def report_cli(argv: list[str]) -> None:
 
 
 def cluster_cli(argv: list[str]) -> None:
-    from evo.evaluation.jobqueue import make_cluster, read_spec
+    from evo.evaluation.jobqueue import check_submit, make_cluster, read_spec
     p = _parser("evo cluster", "Start a Dask cluster on a batch system (SLURM, PBS) from a description such as "
                 "conf/cluster/slurm.yaml, print its scheduler address, and keep it up until Ctrl-C. Searches use it "
                 "with `evo run evaluator.cluster=ADDRESS`.")
@@ -74,6 +74,8 @@ def cluster_cli(argv: list[str]) -> None:
     p.add_argument("--job-script", action="store_true", help="print the job script and exit, submitting nothing")
     a = p.parse_args(argv)
     spec = read_spec(a.config)
+    if not a.job_script:
+        check_submit(spec)
     cluster = make_cluster(spec)
     try:
         if a.job_script:
@@ -81,7 +83,8 @@ def cluster_cli(argv: list[str]) -> None:
             return
         jobs = spec["jobs"] if a.jobs is None else a.jobs
         cluster.scale(jobs=jobs)
-        print(f"scheduler {cluster.scheduler_address} ({jobs} job(s) submitted; dashboard {cluster.dashboard_link})\n"
+        print(f"scheduler {cluster.scheduler_address} ({jobs} job(s) asked of the batch system; "
+              f"dashboard {cluster.dashboard_link})\n"
               f"use it with: evo run evaluator.cluster={cluster.scheduler_address} ...   (Ctrl-C here ends the jobs)",
               flush=True)
         threading.Event().wait()  # until Ctrl-C (or SIGTERM): the jobs end with the cluster

@@ -32,7 +32,7 @@ def require_distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        raise ConfigError("evaluator.cluster needs Dask: pip install 'evo-hgemm[cluster]' (dask and distributed; "
+        raise ConfigError("evaluator.cluster needs Dask: pip install -e '.[cluster]' in evo's checkout (dask and distributed; "
                           "dask-jobqueue for SLURM/PBS), or leave evaluator.cluster unset for this machine's GPUs") from None
     return distributed
 

@@ -80,7 +80,10 @@ class Evaluator:
                 missing.append(device)
         if not missing:
             return
-        log.info(f"measuring the peak rate and bandwidth of {len(missing)} GPU(s)")
+        if self.cfg.backend == "simulated":
+            log.info(f"SIMULATED peaks of {len(missing)} test-double device(s) (modelled, not measured)")
+        else:
+            log.info(f"measuring the peak rate and bandwidth of {len(missing)} GPU(s)")
         by_key = {info.key: info for info in infos}
         for device, reply in self.pool.call_each({"op": "peaks"}, missing).items():
             if "peaks" not in reply:

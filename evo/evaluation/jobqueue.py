@@ -2,12 +2,23 @@
 such as conf/cluster/slurm.yaml: `kind`, `jobs`, and `options` for the dask-jobqueue class."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 from evo.core.errors import ConfigError
 
 KINDS = {"slurm": "SLURMCluster", "pbs": "PBSCluster"}
+SUBMIT = {"slurm": "sbatch", "pbs": "qsub"}  # the command each batch system submits jobs with
+
+
+def check_submit(spec: dict) -> None:
+    """Refuse before anything starts where the batch system's submit command is missing: dask-jobqueue
+    would otherwise start a scheduler, fail to submit in the background, and wait forever."""
+    command = SUBMIT[spec["kind"]]
+    if shutil.which(command) is None:
+        raise ConfigError(f"`{command}` is not on PATH: run `evo cluster` on a {spec['kind'].upper()} login node "
+                          f"(`--job-script` prints the job script anywhere)")
 
 
 def read_spec(path: str | Path) -> dict:
@@ -31,6 +42,6 @@ def make_cluster(spec: dict) -> Any:
         import dask
         import dask_jobqueue
     except ImportError:
-        raise ConfigError("a batch-system cluster needs dask-jobqueue: pip install 'evo-hgemm[cluster]'") from None
+        raise ConfigError("a batch-system cluster needs dask-jobqueue: pip install -e '.[cluster]' in evo's checkout") from None
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         return getattr(dask_jobqueue, KINDS[spec["kind"]])(**spec["options"])

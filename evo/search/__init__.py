@@ -20,7 +20,7 @@ from evo.archive import Archive
 from evo.archive.ownership import refuse_if_held
 from evo.config import GROUPS, EvoConfig, as_dict, validate
 from evo.core.errors import ConfigError, EvoError
-from evo.core.logs import RESULT
+from evo.core.logs import RESULT, simulated_note
 from evo.search.loop import Search
 from evo.search.session import recorded_session
 
@@ -203,6 +203,7 @@ def run_selftest_session(c: EvoConfig, raw=None) -> list[dict]:
         log.info(f"self-test on {', '.join(d.key for d in s.evaluator.devices)} ({c.evaluator.backend})")
         rows = run_selftest(s.evaluator)
         failed = [r for r in rows if not r["pass"]]
-        log.info(f"{len(rows) - len(failed)}/{len(rows)} as expected", extra=RESULT)
+        log.info(f"{simulated_note(c.evaluator.backend)}{len(rows) - len(failed)}/{len(rows)} as expected",
+                 extra=RESULT)
         s.archive.put_state(s.run_id, "selftest", rows)
         return rows

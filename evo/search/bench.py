@@ -15,7 +15,7 @@ from tabulate import tabulate
 from evo.config import EvoConfig, as_dict
 from evo.core.errors import ConfigError
 from evo.core.kernel import Candidate
-from evo.core.logs import RESULT
+from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import build_shape_set
 from evo.search.progress import Progress
 from evo.search.session import recorded_session
@@ -73,7 +73,9 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
                     row[f"kernel_{k.params['file']}_ms"] = t.median_ms if t and ke and ke.ok else None
                     row[f"kernel_{k.params['file']}_status"] = str(ke.status) if ke else "missing"
                 rows.append(row)
-        log.info("\n" + format_bench(rows, c.evaluator.libraries, [k.params["file"] for k in kernels]), extra=RESULT)
+        note = simulated_note(c.evaluator.backend)
+        table = format_bench(rows, c.evaluator.libraries, [k.params["file"] for k in kernels])
+        log.info((note + "\n" if note else "") + table, extra=RESULT)
         s.archive.put_state(s.run_id, "bench_rows", rows)
     return rows
 

@@ -30,7 +30,7 @@ from evo.archive import Archive
 from evo.archive.elites import elites
 from evo.archive.queries import evaluation_trace
 from evo.config import EvoConfig, as_dict
-from evo.core.logs import RESULT
+from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import Shape, build_shape_set
 from evo.core.summary import geomean
 
@@ -206,8 +206,7 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
     result["backend"] = c.evaluator.backend
     result["config"] = as_dict(raw, fallback=c)
     (out / "compare.json").write_text(json.dumps(result, indent=1, default=str))
-    sim = "SIMULATED (modelled times, not measurements): " if c.evaluator.backend == "simulated" else ""
-    log.info(f"{sim}per-shape best of each arm at {c.compare.budget} evaluations per shape, over seeds "
-             f"(geomean [min-max]); vs shortlist = shortlist time / arm time\n" + format_comparison(result),
+    log.info(f"{simulated_note(c.evaluator.backend)}per-shape best of each arm at {c.compare.budget} evaluations "
+             f"per shape, over seeds (geomean [min-max]); vs shortlist = shortlist time / arm time\n" + format_comparison(result),
              extra=RESULT)
     return result

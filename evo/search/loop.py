@@ -215,6 +215,11 @@ class Search:
 
     def initialize(self) -> None:
         seeds = self._seeds()
+        needed = len({(c.id, s) for _, c, s in seeds})
+        if needed > self.c.search.max_evaluations:
+            log.warning(f"seeding {len(self.shapes)} shapes takes {needed} evaluations, more than "
+                        f"search.max_evaluations={self.c.search.max_evaluations}: the run ends after seeding; give "
+                        f"a budget well above {needed} for the search to have room")
         for _, cand, _ in seeds:
             self.candidates[cand.id] = cand
             self.ev.prepare(cand)

@@ -16,7 +16,7 @@ from tabulate import tabulate
 from evo.archive.elites import cell_of, elites, offer, throttled
 from evo.config import EvoConfig, as_dict
 from evo.core.kernel import Candidate
-from evo.core.logs import RESULT
+from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import Shape, build_shape_set
 from evo.core.summary import bucket_table
 from evo.families import FAMILIES
@@ -85,7 +85,8 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
             floor = ev.peaks(ev.devices[0].key).floor_ms(shape.flops, shape.min_bytes)
             r["roofline_fraction"] = floor / r["time_ms"]
         summary = bucket_table({shape: best.get(shape, {}) for shape in shapes})
-        log.info("speedup of the best configuration per shape over the best library:\n"
+        log.info(f"{simulated_note(c.evaluator.backend)}speedup of the best configuration per shape over the best "
+                 "library:\n"
                  + format_bucket_table(summary), extra=RESULT)
         if failures:
             log.info("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items())))
