@@ -172,17 +172,25 @@ class DaskPool:
         done = self._distributed.as_completed(loop=self._client.loop)
         while True:
             workers = self._gpu_workers()  # once per result: workers come and go
+            starved = False  # the source has no job ready yet (None)
             while not exhausted and len(in_flight) < max(1, len(workers)):
                 try:
                     job = next(source)
                 except StopIteration:
                     exhausted = True
                     break
+                if job is None:
+                    starved = True
+                    break
                 future = self._submit(job, workers)
                 in_flight[future] = job
                 done.add(future)
             if not in_flight:
-                return
+                if exhausted:
+                    return
+                continue
+            if starved and not done.has_ready():  # ask the source again (it waits a moment itself)
+                continue
             future = next(done)
             job = in_flight.pop(future)
             reply = self._reply(future, job)

@@ -169,8 +169,10 @@ class Evaluator:
                     waiting.discard(fut)
                     add(admit(fut.result()) if admit else fut.result())
                 ready = next((i for i, (_, _, fut) in enumerate(queue) if fut.done()), None)
-                if ready is None:
-                    cf.wait([fut for _, _, fut in queue] + list(waiting), return_when=cf.FIRST_COMPLETED)
+                if ready is None:  # nothing ready: wait a moment, then let the pool collect finished GPU jobs
+                    cf.wait([fut for _, _, fut in queue] + list(waiting), timeout=0.05, return_when=cf.FIRST_COMPLETED)
+                    if not any(fut.done() for _, _, fut in queue) and not any(f.done() for f in waiting):
+                        yield None
                     continue
                 cand, shape, fut = queue.pop(ready)
                 job = self._job(cand, shape, fut.result(), meta, measure_libraries, no_gpu)

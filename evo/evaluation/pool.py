@@ -151,15 +151,19 @@ class WorkerPool:
         pending: collections.deque[Job] = collections.deque()
         exhausted = False
         while True:
+            starved = False  # the source has no job ready yet (None): poll the busy workers meanwhile
             for w in self._workers:
                 if w.job is not None:
                     continue
                 job = next((j for j in pending if j.device in (None, w.device)), None)
-                while job is None and not exhausted:
+                while job is None and not exhausted and not starved:
                     try:
                         new = next(source)
                     except StopIteration:
                         exhausted = True
+                        break
+                    if new is None:
+                        starved = True
                         break
                     if new.device is not None and new.device not in self.devices:
                         raise GpuUnavailable(f"a job asks for GPU {new.device}, which this pool does not have (its GPUs: "
@@ -179,6 +183,8 @@ class WorkerPool:
                     return
                 continue
             timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            if starved:
+                timeout = min(timeout, 0.05)
             ready = wait([w.conn for w in busy], timeout=timeout)
             for i, w in enumerate(self._workers):
                 if w.job is None:

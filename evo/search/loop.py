@@ -312,6 +312,9 @@ class Search:
         while active and len(plans) < total:  # the extra children for screening: structural only (cheap)
             plans.append(self._plan(active[turn % len(active)], structural_only=len(plans) >= base))
             turn += 1
+        # what screening may keep: the new structural children of the first `base` plans (repairs and
+        # LLM children are evaluated besides, and count against the same share of the budget)
+        self._screen_quota = sum(1 for p in plans[:base] if not p.repair_depth and not p.operator.startswith("llm:"))
         return plans
 
     def _make_children(self, plans: list[Plan]) -> list[cf.Future]:
@@ -362,7 +365,8 @@ class Search:
         spent_before = self.state.spent
         plans = self._plans()
         calls = self._make_children(plans)  # structural children now; LLM children as their answers arrive
-        self._drop_unsupported(plans)
+        # LLM plans are settled on their own threads: only admit_plan (in _evaluate) may read them
+        self._drop_unsupported([p for p in plans if not p.operator.startswith("llm:")])
         plans = self._screen(plans)
         results = self._evaluate_children(plans, later=calls)
         refused = [p.failure for p in plans if p.failure_kind == "refused"]
@@ -405,7 +409,8 @@ class Search:
         predicted = self.cost.predict([features(c, s, num_sms=self.ev.num_sms) for c, s in children])
         best = [math.log(self.best_on[plans[i].shape][0] / self.allocator.floor_ms[plans[i].shape])
                 if plans[i].shape in self.best_on else 0.0 for i in open_]
-        keep = screen([p - b for p, b in zip(predicted, best)], math.ceil(len(open_) / self.c.search.screen_factor),
+        quota = min(math.ceil(len(open_) / self.c.search.screen_factor), getattr(self, "_screen_quota", len(open_)))
+        keep = screen([p - b for p, b in zip(predicted, best)], quota,
                       self.rng, explore=self.c.search.screen_explore)
         dropped = {open_[j] for j in range(len(open_)) if j not in set(keep)}
         self.state.screened_out += len(dropped)
@@ -414,13 +419,13 @@ class Search:
     def _evaluate_children(self, plans: list[Plan], later: list[cf.Future] | None = None) -> dict:
         """Compile the children ahead and evaluate them at their shapes; `later`: LLM plans still being
         answered, whose children join as they arrive."""
-        for p in plans:
-            if p.candidate:
-                self.candidates.setdefault(p.candidate.id, p.candidate)
-                self.ev.prepare(p.candidate)
-        island_of = {p.candidate.id: p.island for p in plans if p.candidate}
-        return self._evaluate([(p.candidate, p.shape) for p in plans if p.candidate], island_of=island_of,
-                              later=later)
+        # LLM plans are settled on their own threads: their children join through `later` only
+        ready = [(c, p) for p in plans if (c := p.candidate) and not p.operator.startswith("llm:")]
+        for c, _ in ready:
+            self.candidates.setdefault(c.id, c)
+            self.ev.prepare(c)
+        island_of = {c.id: p.island for c, p in ready}
+        return self._evaluate([(c, p.shape) for c, p in ready], island_of=island_of, later=later)
 
     def _fold(self, plans: list[Plan], results: dict) -> None:
         """Results into the policy, the allocator, the islands and the repair queue, in plan order
