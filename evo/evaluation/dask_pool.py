@@ -161,7 +161,7 @@ class DaskPool:
         return self._client.submit(dask_host.run_job, job.request, additions, self.backend, self.stage_timeout_s,
                                    resources={"GPU": 1}, pure=False, key=f"evo-job-{uuid.uuid4().hex}")
 
-    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, dict]]:
+    def run(self, jobs: Iterable[Job | None]) -> Iterator[tuple[Job, dict]]:
         """Yield (job, reply) as jobs finish, in completion order. About one job per GPU worker is
         in flight (re-counted as workers come and go), so a job waits in the driver, not on a
         worker that may be lost, and later jobs can still be compiling."""

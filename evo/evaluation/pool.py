@@ -143,7 +143,7 @@ class WorkerPool:
         log.warning(f"restarting the worker of GPU {old.device}: {why}")
         self._workers[i] = _Worker(self._ctx, old.device, self.backend, self.start_timeout_s)
 
-    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, dict]]:
+    def run(self, jobs: Iterable[Job | None]) -> Iterator[tuple[Job, dict]]:
         """Yield (job, reply) as jobs finish, in completion order. Jobs are pulled from `jobs` only
         when a worker is free, so a generator may still be compiling the later ones."""
         self.start()

@@ -35,8 +35,10 @@ class Pool(Protocol):
         """One DeviceInfo per GPU, in the order of `devices` (starts the pool)."""
         ...
 
-    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, dict]]:
-        """Yield (job, reply) as jobs finish, in completion order; jobs are pulled lazily."""
+    def run(self, jobs: Iterable[Job | None]) -> Iterator[tuple[Job, dict]]:
+        """Yield (job, reply) as jobs finish, in completion order; jobs are pulled lazily. The source
+        may yield None for "nothing ready yet" (a compile or an LLM answer still pending): the pool then
+        collects finished jobs meanwhile and asks again."""
         ...
 
     def call_each(self, request: dict, devices: list[str] | None = None) -> dict[str, dict]:
