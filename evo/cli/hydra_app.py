@@ -178,11 +178,15 @@ def sweep_jobs(overrides: list[str]) -> list[list[str]]:
     return jobs
 
 
+#: folders of conf/ that are not config groups of the Hydra commands (cluster/: inputs of `evo cluster`)
+NOT_GROUPS = ("cluster",)
+
+
 def group_options() -> dict[str, list[str]]:
     """The options of each config group (the internal `base_*` schemas and `_*` parts left out)."""
     root = Path(CONF_DIR)
     return {d.name: sorted(p.stem for p in d.glob("*.yaml") if not p.stem.startswith(("base_", "_")))
-            for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith("_")}
+            for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith("_") and d.name not in NOT_GROUPS}
 
 
 def help_text(name: str, overrides: list[str]) -> str:
