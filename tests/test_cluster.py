@@ -207,6 +207,8 @@ def test_a_worker_that_joins_mid_run_gets_work(loopback, compile_cache):
         names = lambda: {w["name"] for w in loopback.client.scheduler_info()["workers"].values()}  # noqa: E731
         _until(lambda: names() == {"w0", "w1", "late"}, "the new worker (and any worker restarted before)")
         slow = [marked(f"slow\n// {i}") for i in range(3)]  # one per worker: three idle workers, three jobs
+        for c in slow:  # compiled first, so the three jobs are ready together (not spread over compile times)
+            ev.prepare(c).result()
         gpus = {e.gpu for e in ev.evaluate([(c, Shape(128, 128, 128)) for c in slow])}
     finally:
         ev.close()
