@@ -37,20 +37,24 @@ constexpr int kMaxMaps = 8;
 constexpr size_t kMapCacheLimit = 4096;  // tensor maps kept per table before the cache starts over
 
 // The driver functions, looked up in libcuda.so.1 at first use: no link-time dependency on
-// libcuda.so, which many machines (containers, runtime-only installs) do not have.
+// libcuda.so, which many machines (containers, runtime-only installs) do not have. Listed once:
+// X(fn) expands to the struct's members and to their lookups.
+#define EVO_DRIVER_FNS(X) \
+  X(cuGetErrorName) \
+  X(cuCtxGetCurrent) \
+  X(cuCtxSetCurrent) \
+  X(cuDeviceGet) \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuModuleLoadData) \
+  X(cuModuleGetFunction) \
+  X(cuFuncSetAttribute) \
+  X(cuTensorMapEncodeTiled) \
+  X(cuLaunchKernelEx)
+
 struct Driver {
-#define EVO_DRIVER_FN(fn) decltype(&::fn) fn;
-  EVO_DRIVER_FN(cuGetErrorName)
-  EVO_DRIVER_FN(cuCtxGetCurrent)
-  EVO_DRIVER_FN(cuCtxSetCurrent)
-  EVO_DRIVER_FN(cuDeviceGet)
-  EVO_DRIVER_FN(cuDevicePrimaryCtxRetain)
-  EVO_DRIVER_FN(cuModuleLoadData)
-  EVO_DRIVER_FN(cuModuleGetFunction)
-  EVO_DRIVER_FN(cuFuncSetAttribute)
-  EVO_DRIVER_FN(cuTensorMapEncodeTiled)
-  EVO_DRIVER_FN(cuLaunchKernelEx)
-#undef EVO_DRIVER_FN
+#define EVO_DRIVER_MEMBER(fn) decltype(&::fn) fn;
+  EVO_DRIVER_FNS(EVO_DRIVER_MEMBER)
+#undef EVO_DRIVER_MEMBER
 };
 
 const Driver& drv() {
@@ -63,18 +67,9 @@ const Driver& drv() {
       TORCH_CHECK(p, "evo.dispatch: the CUDA driver has no ", name, ": update the driver (CUDA 12 or newer)");
       return p;
     };
-#define EVO_DRIVER_FN(fn) d.fn = reinterpret_cast<decltype(&::fn)>(sym(#fn));
-    EVO_DRIVER_FN(cuGetErrorName)
-    EVO_DRIVER_FN(cuCtxGetCurrent)
-    EVO_DRIVER_FN(cuCtxSetCurrent)
-    EVO_DRIVER_FN(cuDeviceGet)
-    EVO_DRIVER_FN(cuDevicePrimaryCtxRetain)
-    EVO_DRIVER_FN(cuModuleLoadData)
-    EVO_DRIVER_FN(cuModuleGetFunction)
-    EVO_DRIVER_FN(cuFuncSetAttribute)
-    EVO_DRIVER_FN(cuTensorMapEncodeTiled)
-    EVO_DRIVER_FN(cuLaunchKernelEx)
-#undef EVO_DRIVER_FN
+#define EVO_DRIVER_LOOKUP(fn) d.fn = reinterpret_cast<decltype(&::fn)>(sym(#fn));
+    EVO_DRIVER_FNS(EVO_DRIVER_LOOKUP)
+#undef EVO_DRIVER_LOOKUP
     return d;
   }();
   return d;
