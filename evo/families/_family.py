@@ -92,6 +92,11 @@ def split_for(tiles: int, k_tiles: int, num_sms: int, cap: int = 32, min_k_tiles
     return split
 
 
+#: shared memory of an H100/H200: the most one CTA may use, and what the CTAs on one SM share (less
+#: 1 KiB reserved per CTA)
+SMEM_LIMIT = 232448
+SMEM_PER_SM = 233472
+
 #: split-K counts of the families whose splits are plain K ranges (any count works; the last split may be short)
 ANY_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32)
 

@@ -1,5 +1,6 @@
 """Family "ampere": mma.sync tensor-core kernel with a cp.async pipeline."""
 from evo.families._family import (
+    SMEM_LIMIT,
     Family,
     Params,
     mma_sync_snippet,
@@ -8,8 +9,6 @@ from evo.families._family import (
     splitk_snippet,
     tile_score,
 )
-
-SMEM_LIMIT = 232448
 
 
 def _threads(p: Params) -> int:

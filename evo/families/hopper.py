@@ -3,6 +3,8 @@ import itertools
 
 from evo.families._family import (
     ANY_SPLITS,
+    SMEM_LIMIT,
+    SMEM_PER_SM,
     Family,
     Params,
     split_for,
@@ -12,8 +14,6 @@ from evo.families._family import (
     wave_split,
 )
 
-SMEM_LIMIT = 232448
-SMEM_PER_SM = 233472  # two CTAs on one SM share this, less 1 KiB reserved per CTA
 MAX_CLUSTER_SPLIT = 8  # portable cluster size
 
 

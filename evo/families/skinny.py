@@ -3,11 +3,16 @@ that the tokens fill the 8-wide side of the instruction; B streams through cp.as
 keep every SM loading. Correct for any M (row tiles of MP), fast where B's traffic dominates."""
 import math
 
-from evo.families._family import Family, Params, mma_sync_snippet, splitk_requires, splitk_snippet
-
-SMEM_LIMIT = 232448
-SMEM_PER_SM = 233472
-SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32)
+from evo.families._family import (
+    ANY_SPLITS,
+    SMEM_LIMIT,
+    SMEM_PER_SM,
+    Family,
+    Params,
+    mma_sync_snippet,
+    splitk_requires,
+    splitk_snippet,
+)
 
 
 def _smem(p: Params) -> int:
@@ -48,7 +53,7 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         slots = num_sms * _ctas_per_sm(p)
         tiles = -(-M // mp) * -(-N // bn)
         scored = []
-        for split in SPLITS:
+        for split in ANY_SPLITS:
             if k_tiles < 2 * split and split > 1:
                 break
             items = tiles * split
@@ -68,7 +73,7 @@ SKINNY = Family(
     description="small M: C^T = B^T A^T on mma.sync m16n8k16 (tokens on the 8-wide side), cp.async "
                 "streaming of B, split-K (any count) to fill every SM",
     space={"MP": (8, 16, 32, 64), "BN": (64, 128, 256), "BK": (32, 64, 128), "WARPS": (2, 4, 8),
-           "STAGES": (2, 3, 4, 5, 6, 8), "SPLIT_K": SPLITS},
+           "STAGES": (2, 3, 4, 5, 6, 8), "SPLIT_K": ANY_SPLITS},
     template="skinny.cu",
     _problem=_problem,
     _derive=lambda p: {"THREADS": str(p["WARPS"] * 32), "WN": str(_wn(p)), "SMEM": str(_smem(p)),
