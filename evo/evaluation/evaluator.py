@@ -170,8 +170,9 @@ class Evaluator:
                     add(admit(fut.result()) if admit else fut.result())
                 ready = next((i for i, (_, _, fut) in enumerate(queue) if fut.done()), None)
                 if ready is None:  # nothing ready: wait a moment, then let the pool collect finished GPU jobs
-                    cf.wait([fut for _, _, fut in queue] + list(waiting), timeout=0.05, return_when=cf.FIRST_COMPLETED)
-                    if not any(fut.done() for _, _, fut in queue) and not any(f.done() for f in waiting):
+                    done, _ = cf.wait([fut for _, _, fut in queue] + list(waiting), timeout=0.05,
+                                      return_when=cf.FIRST_COMPLETED)
+                    if not done:
                         yield None
                     continue
                 cand, shape, fut = queue.pop(ready)
