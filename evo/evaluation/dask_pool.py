@@ -171,7 +171,7 @@ class DaskPool:
         in_flight: dict[Any, Job] = {}
         done = self._distributed.as_completed(loop=self._client.loop)
         while True:
-            workers = self._gpu_workers()  # once per result: workers come and go
+            workers = self._gpu_workers()  # each round (a result, or a poll while nothing is ready): workers come and go
             starved = False  # the source has no job ready yet (None)
             while not exhausted and len(in_flight) < max(1, len(workers)):
                 try:
