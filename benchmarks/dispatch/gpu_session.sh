@@ -14,6 +14,8 @@
 # 5. the GPU tests of the op (eager, CUDA graph, torch.compile fullgraph, fresh data, Linear);
 # 6. per-call overhead beside torch.matmul, eager vs graph (overhead.py);
 # 7. a Llama-3-8B block, prefill and decode, tokens/s evo vs plain PyTorch (block.py).
+# Sizes and limits can be set from the environment (SHAPES, BUDGET, SWEEP_FAMILY, SWEEP_S, VERIFY_S,
+# PYTEST_S, OVERHEAD_S, BLOCK_S; lead_session.sh is the smaller run that went on the H200).
 # Results in $OUT: *.log, sweep.sqlite, exported/ (manifest.json with the re-check), *.json.
 set -uo pipefail
 OUT=${OUT:?set OUT to the results folder}
@@ -45,15 +47,15 @@ m = e.load(); print('built' if m else e.why_not())") > "$OUT/extension_build.log
 BUILD=$!
 
 stamp sweep
-timeout -s INT 180 python3 -m evo sweep family=hopper shapes=inline \
-  'shapes.list=[1-512x6144x4096,1-512x4096x4096,1-512x28672x4096,1-512x4096x14336]' \
-  sweep.sample=shortlist sweep.budget=2 evaluator.draws=1 evaluator.replays=5 evaluator.target_replay_ms=5 \
+timeout -s INT ${SWEEP_S:-180} python3 -m evo sweep ${SWEEP_FAMILY-family=hopper} shapes=inline \
+  "shapes.list=${SHAPES:-[1-512x6144x4096,1-512x4096x4096,1-512x28672x4096,1-512x4096x14336]}" \
+  sweep.sample=shortlist sweep.budget=${BUDGET:-2} evaluator.draws=1 evaluator.replays=5 evaluator.target_replay_ms=5 \
   evaluator.timeout_s=20 'evaluator.libraries=[torch]' archive.path="$OUT/sweep.sqlite" search.progress=false \
   2>&1 | tail -25 | tee "$OUT/sweep.log"
 wait $BUILD; cat "$OUT/extension_build.log"
 
 stamp "export --verify"
-timeout 100 python3 -m evo export "$OUT/sweep.sqlite" --out "$OUT/exported" --verify 2>&1 | tail -60 | tee "$OUT/export_verify.log"
+timeout ${VERIFY_S:-100} python3 -m evo export "$OUT/sweep.sqlite" --out "$OUT/exported" --verify 2>&1 | tail -60 | tee "$OUT/export_verify.log"
 python3 - "$OUT/exported/manifest.json" <<'EOF' | tee "$OUT/table.log"
 import json, sys
 m = json.load(open(sys.argv[1]))
@@ -63,12 +65,12 @@ for t in m["tables"]:
 EOF
 
 stamp "GPU tests"
-timeout 150 python3 -m pytest -p no:cacheprovider --import-mode=importlib --rootdir "$REPO" -c "$REPO/pyproject.toml" \
+timeout ${PYTEST_S:-150} python3 -m pytest -p no:cacheprovider --import-mode=importlib --rootdir "$REPO" -c "$REPO/pyproject.toml" \
   -m gpu -q "$REPO/tests/test_dispatch_gpu.py" 2>&1 | tail -15 | tee "$OUT/pytest_dispatch_gpu.log"
 
 stamp overhead
-timeout 60 python3 "$REPO/benchmarks/dispatch/overhead.py" "$OUT/exported" "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log"
+timeout ${OVERHEAD_S:-60} python3 "$REPO/benchmarks/dispatch/overhead.py" "$OUT/exported" "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log"
 
 stamp block
-timeout 60 python3 "$REPO/benchmarks/dispatch/block.py" "$OUT/exported" "$OUT/block.json" 2>&1 | tee "$OUT/block.log"
+timeout ${BLOCK_S:-60} python3 "$REPO/benchmarks/dispatch/block.py" "$OUT/exported" "$OUT/block.json" 2>&1 | tee "$OUT/block.log"
 stamp done
