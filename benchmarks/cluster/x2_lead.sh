@@ -17,15 +17,9 @@ stamp pytest
 EVO_TEST_CLUSTER=local timeout ${PYTEST_S:-130} python3 -m pytest -p no:cacheprovider -m gpu -q -rs tests/test_gpu.py 2>&1 | tail -15 | tee $OUT/pytest_gpu_dask.log
 stamp hang
 timeout ${HANG_S:-90} python3 $REPO/benchmarks/cluster/hang_isolation.py local 2>&1 | tail -40 | tee $OUT/hang_isolation.log
-SWEEP="sweep family=ampere shapes=smoke sweep.sample=random sweep.budget=${BUDGET:-12} evaluator.draws=1 evaluator.replays=3
-       evaluator.target_replay_ms=5 evaluator.timeout_s=20 search.progress=false"
-runs=()
-for spec in "warmup:" "local_1gpu:evaluator.gpus=[0]" "dask_2gpu:evaluator.cluster=local"; do
-  name=${spec%%:*}; extra=${spec#*:}; stamp "sweep $name"
-  t0=$(date +%s.%N)
-  timeout ${SWEEP_S:-75} evo $SWEEP $extra archive.path=$OUT/sweep_$name.sqlite > $OUT/sweep_$name.log 2>&1
-  echo "$name: exit $? after $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s" | tee -a $OUT/sweep_walls.txt
-  [ "$name" = warmup ] || runs+=("$name=$OUT/sweep_$name.sqlite:$(python3 -c "print($(date +%s.%N) - $t0)")")
-done
-python3 $REPO/benchmarks/cluster/throughput.py "${runs[@]}" 2>&1 | tee $OUT/throughput.txt
+stamp sweeps
+# the sweep part of throughput_lead.sh with this run's settings: 12 per shape, the three default libraries
+BUDGET=${BUDGET:-12} LIBS='[torch,cublaslt_heuristic,cublaslt_autotuned]' SWEEP_S=${SWEEP_S:-75} REPO=$REPO \
+  SPECS="warmup: local_1gpu:evaluator.gpus=[0] dask_2gpu:evaluator.cluster=local" \
+  bash $REPO/benchmarks/cluster/throughput_lead.sh
 stamp done
