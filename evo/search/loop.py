@@ -155,7 +155,7 @@ class Search:
             return todo
 
         def admit_plan(p: Plan) -> list[tuple[Candidate, Shape]]:
-            self._drop_unsupported([p])
+            self._check_children([p])
             if not p.candidate:
                 return []
             self.candidates.setdefault(p.candidate.id, p.candidate)
@@ -366,7 +366,7 @@ class Search:
         plans = self._plans()
         calls = self._make_children(plans)  # structural children now; LLM children as their answers arrive
         # LLM plans are settled on their own threads: only admit_plan (in _evaluate) may read them
-        self._drop_unsupported([p for p in plans if not p.operator.startswith("llm:")])
+        self._check_children([p for p in plans if not p.operator.startswith("llm:")])
         plans = self._screen(plans)
         results = self._evaluate_children(plans, later=calls)
         refused = [p.failure for p in plans if p.failure_kind == "refused"]
@@ -380,8 +380,9 @@ class Search:
         self.state.stalled = self.state.stalled + 1 if self.state.spent == spent_before else 0
         self.state.generation = g + 1
 
-    def _drop_unsupported(self, plans: list[Plan]) -> None:
-        """A child whose declaration refuses its shape would only spend an evaluation to say so."""
+    def _check_children(self, plans: list[Plan]) -> None:
+        """Before evaluation: drop a child whose declaration refuses its shape (it would only spend an
+        evaluation to say so), and mark one measured before this generation as a duplicate."""
         for p in plans:
             try:
                 refused = p.candidate is not None and not p.candidate.declaration.supports(p.shape, num_sms=self.ev.num_sms)
