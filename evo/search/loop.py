@@ -52,6 +52,9 @@ from evo.search.sweep import plan as shortlist
 log = logging.getLogger(__name__)
 
 TENSOR_CORE_FAMILIES = ["hopper", "ampere"]
+#: families that get no island of their own but seed every island on the shapes their shortlist
+#: covers (skinny: M <= 64 only, where it is often the best tensor-core kernel)
+SEED_WHERE_SHORTLISTED = ["skinny"]
 #: failures a repair can address (a compile error, a rejection, a wrong result or a crash)
 REPAIRABLE = {Status.COMPILE_ERROR, Status.REJECTED, Status.INCORRECT, Status.INCORRECT_AFTER_TIMING,
               Status.MEMORY_VIOLATION, Status.FAULT, Status.LAUNCH_ERROR}
@@ -193,14 +196,14 @@ class Search:
     # ---- seeds ---------------------------------------------------------------------------
     def _seeds(self) -> list[tuple[Island, Candidate, Shape]]:
         """Every island's shapes, each with the top picks of the shortlists of the island's family
-        (or of the tensor-core families): one pick per shape and family when two would take more than
+        (or of the tensor-core families) and of SEED_WHERE_SHORTLISTED where they cover it: one pick per shape and family when two would take more than
         half the budget."""
         num_sms = self.ev.num_sms
 
         def picks(isl: Island, k: int) -> list[tuple[Island, Candidate, Shape]]:
             out = []
             for shape in isl.shapes:
-                for fam in ([isl.family] if isl.family else TENSOR_CORE_FAMILIES):
+                for fam in ([isl.family] if isl.family else TENSOR_CORE_FAMILIES) + SEED_WHERE_SHORTLISTED:
                     found = shortlist([fam], shape, budget=k, sample="shortlist", rng=self.rng, num_sms=num_sms)
                     out += [(isl, cand, shape) for cand in found]
                 if not any(s == shape for _, _, s in out):  # no tensor-core family supports it
