@@ -98,7 +98,7 @@ class StructuralOperator:
         if self.name == "revert_gene":
             return _revert_gene(first, parents[1], rng)
         if self.name == "next_pick":
-            return _next_pick(first, context.get("shape"))
+            return _next_pick(first, context.get("shape"), context.get("tried", ()))
         family = FAMILIES.get(first.family or "") or FAMILIES["hopper"]
         params = first.params if family.valid(first.params) else family.default
         if self.name == "mutate_one":  # one parameter to a neighbouring value
@@ -124,18 +124,26 @@ class StructuralOperator:
         return made if self.name == "change_family" else carry_options(first, made)
 
 
-def _next_pick(parent: Candidate, shape) -> Candidate | None:
-    """The family's shortlist pick for the shape ranked after the parent's configuration (the first
-    pick when the parent is not on the list): the shortlist walked where the search finds it pays."""
+def _next_pick(parent: Candidate, shape, tried=()) -> Candidate | None:
+    """The best-ranked pick of the parent's family shortlist for the shape that is not in `tried`
+    (the configurations already measured or made on that shape, as `config_key`s), else the pick
+    ranked after the parent's configuration: the shortlist walked where the search finds it pays,
+    never re-proposing a pick the shape has already had."""
     family = FAMILIES[parent.family or ""]
     if shape is None:
         return None
     picks = family.suggest(shape.M, shape.N, shape.K, limit=64)
     rank = picks.index(parent.params) + 1 if parent.params in picks else 0
-    if rank >= len(picks):
+    untried = [p for p in picks if config_key(family.name, p) not in tried] if tried else picks[rank:]
+    if not untried:
         return None
-    made = family.candidate(picks[rank], operator="next_pick", parents=(parent.id,))
+    made = family.candidate(untried[0], operator="next_pick", parents=(parent.id,))
     return carry_options(parent, made)
+
+
+def config_key(family: str | None, params: dict | None) -> tuple:
+    """A configuration's identity whatever its compile options: (family, sorted parameters)."""
+    return (family, tuple(sorted((params or {}).items())))
 
 
 def _levers(source: str) -> list[str]:

@@ -201,3 +201,15 @@ def test_next_pick_walks_the_shortlist_of_the_target_shape():
     assert child.params == picks[1] and child.parents == (first.id,)
     off_list = fam.candidate(fam.repair(dict(fam.default, GROUP_M=1, STAGES=2), random.Random(0)))
     assert OPERATORS["next_pick"].apply([off_list], random.Random(0), shape=shape).params == picks[0]
+
+
+def test_next_pick_proposes_the_best_ranked_pick_the_shape_has_not_had():
+    from evo.mutators.structural import config_key
+    fam, shape = FAMILIES["hopper"], Shape(197, 768, 3072)
+    picks = fam.suggest(shape.M, shape.N, shape.K, limit=64)
+    parent = fam.candidate(picks[0])
+    tried = {config_key("hopper", p) for p in picks[:3] + picks[4:6]}
+    child = OPERATORS["next_pick"].apply([parent], random.Random(0), shape=shape, tried=tried)
+    assert child.params == picks[3]
+    everything = {config_key("hopper", p) for p in picks}
+    assert OPERATORS["next_pick"].apply([parent], random.Random(0), shape=shape, tried=everything) is None

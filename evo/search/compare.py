@@ -12,7 +12,10 @@ own archive under `compare.out` (so GPU outputs can be kept, and a stopped compa
 
 The table gives, per shape and arm, the per-shape best time's ratio to the shortlist sweep's
 (shortlist time / arm time: > 1 is faster than the shortlist) and the speedup over the best library,
-as geomean over seeds with the min-max spread; the geomean row over shapes; and, per arm, how
+as geomean over seeds with the min-max spread; the geomean row over shapes; the "by speedup" row,
+the geomean of arm speedup / shortlist speedup (each over the library timed on the same GPU in the
+same run: the fairer figure when the arms' bests were timed on different GPUs, whose clocks and
+library choices differ by a few percent); and, per arm, how
 many evaluations on a shape it took to reach 95% of that shape's final best (mean over shapes).
 """
 from __future__ import annotations
@@ -148,7 +151,7 @@ def comparison(runs: list[ArmRun], shapes: list[Shape]) -> dict:
     result: dict = {"shapes": [str(s) for s in shapes], "arms": {}}
     for arm in arms:
         mine = [r for r in runs if r.arm == arm]
-        per_shape, geo_ratio, geo_speedup, to95 = {}, [], [], []
+        per_shape, geo_ratio, geo_by_speedup, geo_speedup, to95 = {}, [], [], [], []
         for s in shapes:
             ratios = [ref.best_ms[s] / r.best_ms[s] for r in mine if ref and s in ref.best_ms and s in r.best_ms]
             per_shape[str(s)] = {"vs_shortlist": ratios, "vs_library": [r.speedup[s] for r in mine if s in r.speedup]}
@@ -156,11 +159,14 @@ def comparison(runs: list[ArmRun], shapes: list[Shape]) -> dict:
             if ref:
                 geo_ratio.append(geomean([ref.best_ms[s] / r.best_ms[s] for s in shapes
                                           if s in ref.best_ms and s in r.best_ms]))
+                geo_by_speedup.append(geomean([r.speedup[s] / ref.speedup[s] for s in shapes
+                                               if ref.speedup.get(s) and r.speedup.get(s)]))
             geo_speedup.append(geomean([r.speedup.get(s) for s in shapes]))
             if r.to_95:
                 to95.append(statistics.mean(r.to_95.values()))
         result["arms"][arm] = {"seeds": [r.seed for r in mine], "per_shape": per_shape,
                                "geomean_vs_shortlist": [g for g in geo_ratio if g],
+                               "geomean_speedup_vs_shortlist": [g for g in geo_by_speedup if g],
                                "geomean_vs_library": [g for g in geo_speedup if g],
                                "mean_evaluations_to_95": to95, "evaluations": [r.evaluations for r in mine]}
     return result
@@ -176,6 +182,8 @@ def format_comparison(result: dict) -> str:
                     + [spread(result["arms"][a]["per_shape"][s]["vs_library"]) for a in arms])
     rows.append(["geomean"] + [spread(result["arms"][a]["geomean_vs_shortlist"]) for a in others]
                 + [spread(result["arms"][a]["geomean_vs_library"]) for a in arms])
+    rows.append(["by speedup"] + [spread(result["arms"][a].get("geomean_speedup_vs_shortlist", [])) for a in others]
+                + ["" for _ in arms])
     to95 = [[a, f"{statistics.mean(v):.1f}" if (v := result["arms"][a]["mean_evaluations_to_95"]) else "-",
              ", ".join(map(str, result["arms"][a]["evaluations"]))] for a in arms]
     return (tabulate(rows, headers=headers, disable_numparse=True, stralign="right")

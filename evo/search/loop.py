@@ -42,7 +42,7 @@ from evo.islands.population import regroup
 from evo.mutators.llm import LLMRefused
 from evo.mutators.policy import OperatorPolicy
 from evo.mutators.rewards import reward
-from evo.mutators.structural import OPERATORS
+from evo.mutators.structural import OPERATORS, config_key
 from evo.search.allocation import ShapeAllocator
 from evo.search.cost_model import CostModel, features, screen
 from evo.search.overlap import in_background
@@ -328,10 +328,18 @@ class Search:
         # change a later prompt (replay and resume need the same prompts for the same state)
         calls = [self._llm_call(p) for p in plans if p.operator.startswith("llm:")]
         futures = [in_background(call) for call in calls]
+        tried: dict[Shape, set] = {}  # configurations measured on each shape, or made for it in this generation
+        for kernel_id, shape in self.known:
+            cand = self.candidates.get(kernel_id)
+            if cand is not None:
+                tried.setdefault(shape, set()).add(config_key(cand.family, cand.params))
         for p in plans:
             if p.operator and not p.operator.startswith("llm:"):
-                self._settle(p, lambda p=p: self.operators[p.operator].apply(
-                    p.parents, self.rng, shape=p.shape, info=self._info(p.parents, p.shape)))
+                mine = tried.setdefault(p.shape, set())
+                self._settle(p, lambda p=p, mine=mine: self.operators[p.operator].apply(
+                    p.parents, self.rng, shape=p.shape, info=self._info(p.parents, p.shape), tried=mine))
+                if p.candidate is not None:
+                    mine.add(config_key(p.candidate.family, p.candidate.params))
         return futures
 
     def _llm_call(self, p: Plan) -> Callable[[], Plan]:
