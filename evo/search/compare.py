@@ -13,9 +13,9 @@ own archive under `compare.out` (so GPU outputs can be kept, and a stopped compa
 The table gives, per shape and arm, the per-shape best time's ratio to the shortlist sweep's
 (shortlist time / arm time: > 1 is faster than the shortlist) and the speedup over the best library,
 as geomean over seeds with the min-max spread; the geomean row over shapes; the "by speedup" row,
-the geomean of arm speedup / shortlist speedup (each over the library timed on the same GPU in the
-same run: the fairer figure when the arms' bests were timed on different GPUs, whose clocks and
-library choices differ by a few percent); and, per arm, how
+the geomean of arm speedup / shortlist speedup (each over the libraries timed in its own run: a
+cross-check that differs from the time ratio where a library's time differed between runs, e.g.
+when cuBLASLt's autotuning picked another algorithm); and, per arm, how
 many evaluations on a shape it took to reach 95% of that shape's final best (mean over shapes).
 """
 from __future__ import annotations
