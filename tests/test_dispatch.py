@@ -223,3 +223,25 @@ def test_without_the_extension_matmul_and_linear_are_torchs_own(tmp_path, monkey
     monkeypatch.setattr(extension, "_state", {"module": None, "why": "the evo.dispatch extension could not be built"})
     d = Dispatcher(tmp_path)
     assert d.functions() == (torch_matmul, torch_linear) and d.handle is None
+
+
+def test_serves_only_shapes_with_a_range_in_use_on_this_gpu(tmp_path, monkeypatch):
+    """patch() replaces a layer only where serves() is True: a table whose every range runs torch (or
+    no extension at all) leaves the nn.Linear as it is, so its calls pay no fallback cost."""
+    tables = build_tables(_cells({16: 1.3, 64: 1.5}), num_sms=132)
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "evo-export/2", "kernels": [], "tables": tables}))
+    n, k = tables[0]["N"], tables[0]["K"]
+    monkeypatch.setattr(extension, "_state", {"module": None, "why": "the evo.dispatch extension could not be built"})
+    assert not Dispatcher(tmp_path, checked=False).serves(n, k)  # no extension: torch runs every call
+    monkeypatch.setattr(Dispatcher, "build", lambda self: 0)
+    d = Dispatcher(tmp_path, checked=False)
+    assert d.serves(n, k) and not d.serves(n + 1, k)
+    d = Dispatcher(tmp_path)  # checked: nothing was re-checked on this GPU
+    d.gpu = "NVIDIA H200"
+    assert not d.serves(n, k)
+    for rng in d.tables[0]["ranges"]:
+        rng["check"] = {"gpu": "NVIDIA H200"}
+    assert d.serves(n, k)
+    for rng in d.tables[0]["ranges"]:
+        rng["use"] = False
+    assert not d.serves(n, k)

@@ -10,8 +10,12 @@ sequences, one new token each (M = B; attention over that token only, no KV cach
 are those of decoding, the attention part is not). Eager and CUDA graphs; outputs compared with
 the plain block's (normwise relative error). A third copy, `forced`, runs every exported kernel in
 range whatever its re-check said (never-slower off), to show what that rule saves; it is labelled
-as such and is not what evo.dispatch does.
-Times are medians of 7 rounds of 50 forwards, the three copies measured in turns.
+as such and is not what evo.dispatch does. A fourth, `torch-only`, has every Linear of an exported
+(N, K) replaced by evo.dispatch.Linear on a table that uses no kernel (every call takes the torch
+path): its x against plain is the fallback path's own cost, which a model pays where no kernel runs.
+Times are medians of 9 rounds of 50 forwards, the four copies measured in turns; eager columns show
+the min-max over rounds of each copy's x against plain in the same round (a spread that holds 1 is
+noise, not cost).
 Usage (GPU machine): python3 benchmarks/dispatch/block.py EXPORT_DIR [OUT.json]
 """
 import copy
@@ -95,14 +99,23 @@ def graph_ms(g, iters=50):
     return start.elapsed_time(end) / iters
 
 
-def medians(measure, things, rounds=7):
-    """The median of `rounds` measurements of each thing, taken in turns (plain, evo, forced, plain, ...)
+def rounds_of(measure, things, rounds=9):
+    """`rounds` measurements of each thing, taken in turns (plain, evo, forced, torch-only, plain, ...)
     so that a drift of clocks or temperature during the run falls on all of them alike."""
     times = [[] for _ in things]
     for _ in range(rounds):
         for t, thing in zip(times, things):
             t.append(measure(thing))
-    return [statistics.median(t) for t in times]
+    return times
+
+
+def ratios(times):
+    """Per copy after the first: (median x, min x, max x) of plain's time / its time, round by round."""
+    out = []
+    for t in times[1:]:
+        xs = [p / q for p, q in zip(times[0], t)]
+        out.append((statistics.median(times[0]) / statistics.median(t), min(xs), max(xs)))
+    return out
 
 
 def main(folder, out_path=None):
@@ -122,38 +135,54 @@ def main(folder, out_path=None):
             rng["use"] = True  # the forced copy: never-slower off
     forced = copy.deepcopy(plain)
     evo.dispatch.patch(forced, every)
+    none = evo.dispatch.Dispatcher(folder, checked=False)
+    for table in none.tables:
+        for rng in table["ranges"]:
+            rng["use"] = False  # the torch-only copy: every call on the fallback path
+    torch_only = copy.deepcopy(plain)
+    exported = {(t["N"], t["K"]) for t in none.tables}
+    for name in ("qkv", "o", "gate_up", "down"):
+        layer = getattr(torch_only, name)
+        if (layer.out_features, layer.in_features) in exported:
+            setattr(torch_only, name, evo.dispatch.Linear.from_linear(layer, none))
+    print("torch-only (evo.dispatch.Linear, no kernel):",
+          [n for n in ("qkv", "o", "gate_up", "down") if isinstance(getattr(torch_only, n), evo.dispatch.Linear)])
     rows = []
-    print(f"{'case':>8} {'B':>3} {'T':>4} {'M':>4} {'eager tok/s plain':>18} {'evo':>10} {'x':>6} "
-          f"{'graph tok/s plain':>18} {'evo':>10} {'x':>6} {'rel_err':>9} {'forced x eager':>14} {'x graph':>7}"
-          f"  paths (qkv, o, gate_up, down)")
+    print(f"{'case':>7} {'M':>4} {'eager tok/s plain':>17} {'evo':>8} {'x (min-max)':>19} {'torch-only x (min-max)':>22} "
+          f"{'forced x':>8} {'graph x':>7} {'t-only':>6} {'forced':>6} {'rel_err':>8}  paths (qkv, o, gate_up, down)")
     with torch.inference_mode():
         for case, b, t in CASES:
             x = torch.randn(b, t, D, dtype=torch.float16, device="cuda")
-            ref, got, got_forced = plain(x), fast(x), forced(x)
-            err = max(((y.float() - ref.float()).norm() / ref.float().norm()).item() for y in (got, got_forced))
+            ref, got, got_forced, got_t = plain(x), fast(x), forced(x), torch_only(x)
+            err = max(((y.float() - ref.float()).norm() / ref.float().norm()).item() for y in (got, got_forced, got_t))
             paths = []
             for name in ("qkv", "o", "gate_up", "down"):
                 layer = getattr(fast, name)
                 a = torch.empty(b * t, layer.in_features, dtype=torch.float16, device="cuda")
                 paths.append(evo.dispatch.explain(a, layer.weight_t).split(":")[0]
                              if isinstance(layer, evo.dispatch.Linear) else "torch")
-            models = (plain, fast, forced)
+            models = (plain, fast, forced, torch_only)
             for model in models:  # warm-up: the first calls (cuBLAS heuristics, allocator) are not timed
                 for _ in range(3):
                     model(x)
-            e_plain, e_fast, e_forced = medians(lambda model, x=x: eager_ms(model, x), models)
-            g_plain, g_fast, g_forced = medians(graph_ms, [capture(model, x) for model in models])
+            e_times = rounds_of(lambda model, x=x: eager_ms(model, x), models)
+            g_times = rounds_of(graph_ms, [capture(model, x) for model in models])
+            (ex, ex_lo, ex_hi), (fx, _, _), (tx, tx_lo, tx_hi) = ratios(e_times)
+            gx, gfx, gtx = (r[0] for r in ratios(g_times))
             tok = b * t
+            e_plain, e_fast = statistics.median(e_times[0]), statistics.median(e_times[1])
+            g_plain, g_fast = statistics.median(g_times[0]), statistics.median(g_times[1])
             row = {"case": case, "B": b, "T": t, "M": tok, "eager_tok_s": [tok / e_plain * 1e3, tok / e_fast * 1e3],
                    "graph_tok_s": [tok / g_plain * 1e3, tok / g_fast * 1e3], "rel_err": err, "paths": paths,
-                   "forced_eager_tok_s": tok / e_forced * 1e3, "forced_graph_tok_s": tok / g_forced * 1e3}
+                   "eager_x": [ex, ex_lo, ex_hi], "torch_only_eager_x": [tx, tx_lo, tx_hi], "forced_eager_x": fx,
+                   "graph_x": gx, "torch_only_graph_x": gtx, "forced_graph_x": gfx,
+                   "eager_ms": e_times, "graph_ms": g_times}
             rows.append(row)
-            print(f"{case:>8} {b:>3} {t:>4} {tok:>4} {row['eager_tok_s'][0]:>18.0f} {row['eager_tok_s'][1]:>10.0f} "
-                  f"{e_plain / e_fast:>6.3f} {row['graph_tok_s'][0]:>18.0f} {row['graph_tok_s'][1]:>10.0f} "
-                  f"{g_plain / g_fast:>6.3f} {err:>9.2e} {e_plain / e_forced:>14.3f} {g_plain / g_forced:>7.3f}"
-                  f"  {', '.join(paths)}")
-    if out_path:
-        json.dump(rows, open(out_path, "w"), indent=1)
+            print(f"{case:>7} {tok:>4} {row['eager_tok_s'][0]:>17.0f} {row['eager_tok_s'][1]:>8.0f} "
+                  f"{ex:>6.3f} ({ex_lo:.3f}-{ex_hi:.3f}) {tx:>8.3f} ({tx_lo:.3f}-{tx_hi:.3f}) {fx:>8.3f} "
+                  f"{gx:>7.3f} {gtx:>6.3f} {gfx:>6.3f} {err:>8.1e}  {', '.join(paths)}")
+            if out_path:
+                json.dump(rows, open(out_path, "w"), indent=1)
 
 
 if __name__ == "__main__":

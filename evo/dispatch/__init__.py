@@ -4,7 +4,7 @@
     evo.dispatch.configure("exported/")          # or set EVO_KERNELS=exported/
     c = evo.dispatch.matmul(a, b)                # fp16 CUDA tensors, row-major
     evo.dispatch.explain(a, b)                   # which path that call takes, and why
-    evo.dispatch.patch(model)                    # nn.Linear layers of exported (N, K) -> evo.dispatch.Linear
+    evo.dispatch.patch(model)                    # nn.Linear of (N, K) a kernel serves here -> evo.dispatch.Linear
 
 A call goes into a C++ extension (built once on this machine; see extension.py): directly through
 pybind when eager, as `torch.ops.evo.matmul`/`linear` under torch.compile. The C++ code launches

@@ -44,6 +44,16 @@ class Dispatcher:
         _, seg, reason = find(self.tables, m, n, k, gpu=gpu if self.checked else None)
         return seg, reason
 
+    def serves(self, n: int, k: int) -> bool:
+        """Whether some M of (n, k) runs an exported kernel here: a range with a launch that is in
+        use on this GPU (re-checked on it, where checked). False where the extension is not
+        available (torch runs every call). patch() replaces only the layers this is True for."""
+        if self.build() is None:
+            return False
+        gpu = self.gpu if self.checked else None
+        return any(rng["segments"] and not why_unused(rng, gpu)
+                   for t in self.tables if t["N"] == n and t["K"] == k for rng in t["ranges"])
+
     def _cubin(self, entry: dict) -> bytes:
         if entry.get("cubin") and (self.dir / entry["cubin"]).exists():
             return (self.dir / entry["cubin"]).read_bytes()

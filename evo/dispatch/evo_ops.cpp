@@ -322,9 +322,13 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w_t, const c10::optiona
     if (b) y.add_(*b);
     return y;
   }
-  const at::Tensor x2 = x.dim() == 2 ? x : x.reshape({-1, k});
+  // torch: what nn.Linear's at::linear ends in (addmm/mm on the flattened x), with fewer operator calls
+  // (no t(), no matmul/reshape composites: a view where x is contiguous). cuBLAS gets the weight as
+  // [K, N] row-major (NN) where nn.Linear gives it W [N, K] transposed (TN): on the H200 both pick the
+  // same nvjet kernel family, one launch (two with split-K) either way (linear.py says what was measured).
+  if (x.dim() == 2) return b ? at::addmm(*b, x, w_t) : at::mm(x, w_t);
+  const at::Tensor x2 = k > 0 && x.is_contiguous() ? x.view({x.numel() / k, k}) : x.reshape({-1, k});
   at::Tensor y = b ? at::addmm(*b, x2, w_t) : at::mm(x2, w_t);
-  if (x.dim() == 2) return y;
   at::DimVector sizes(x.sizes());
   sizes.back() = n;
   return y.view(sizes);

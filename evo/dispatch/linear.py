@@ -6,6 +6,22 @@ A call is one call into C++ (the extension's `linear`, torch.ops.evo.linear unde
 it flattens any leading batch dims to M rows, routes, and launches the kernel (then adds the bias
 in place) or runs torch's addmm/mm as nn.Linear does. Where x needs a gradient torch computes it:
 the kernels have no backward. The dispatcher (and its C++ table) is fixed when the layer is made.
+
+Never slower, eagerly too: what the torch path (an M no kernel serves) costs beside nn.Linear.
+- Layers that no kernel would serve are not replaced: `patch` keeps an nn.Linear whose (N, K) has no
+  range in use on this GPU (every range re-checked slower than torch, or none re-checked here), and
+  replaces nothing where the extension cannot be built. Those layers pay nothing at all.
+- A replaced layer's torch path is one pybind call (no torch.ops boxing) that routes in C++ (a hash
+  lookup and a binary search) and calls at::mm/addmm on the flattened x: fewer operator calls than
+  nn.Linear's F.linear (linear -> t -> matmul -> reshape -> mm -> _unsafe_view). forward reads the
+  weight and bias from `_buffers` directly (nn.Module.__getattr__ is a Python call per attribute,
+  which nn.Linear pays twice per call). A Python-side check of M against the covered ranges before
+  entering C++ was not added: computing M in Python costs more than the C++ routing it would skip.
+- Weight layout: the torch path multiplies by W.T stored [K, N] (cuBLAS NN) where nn.Linear uses W
+  [N, K] (TN). Measured on the H200 (torch 2.11, CUDA 13; M 1-512 of 6144x4096 and 4096x14336): the
+  same nvjet kernels and launch count (split-K + reduce alike), GPU time within noise except M=1 of
+  4096x14336 (NN ~5% slower; a kernel range usually covers small M there). Keeping W [N, K] beside W.T
+  would double the layer's weight memory, so it is not done: W.T is the one copy.
 """
 from __future__ import annotations
 
@@ -32,24 +48,27 @@ class Linear(torch.nn.Module):
         return cls(layer.weight, layer.bias, dispatcher)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self._linear(x, self.weight_t, self.bias, self._handle)
+        b = self._buffers  # plain dict reads: no nn.Module.__getattr__ call per tensor
+        return self._linear(x, b["weight_t"], b["bias"], self._handle)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
 def patch(model: torch.nn.Module, dispatcher: Dispatcher | None = None) -> list[str]:
-    """Replace, in place, every nn.Linear whose (out, in) = (N, K) has an exported table by an
-    evo.dispatch.Linear (the weight moves to the kernels' layout once). Returns the replaced names."""
+    """Replace, in place, every nn.Linear whose (out, in) = (N, K) has an exported range in use on
+    this GPU by an evo.dispatch.Linear (the weight moves to the kernels' layout once). A layer whose
+    table has no such range (all re-checked slower than torch, or not re-checked on this GPU) stays
+    nn.Linear, as do all where the extension is not available. Returns the replaced names."""
     d = dispatcher or default()
     if d is None:
         raise EvoError("no export configured: call evo.dispatch.configure(folder) (or set "
                                     "EVO_KERNELS=folder) before patch(model)")
-    exported = {(t["N"], t["K"]) for t in d.tables}
+    served = {(t["N"], t["K"]) for t in d.tables if d.serves(t["N"], t["K"])}
     replaced = []
     for name, module in list(model.named_modules()):
         for child_name, child in list(module.named_children()):
-            if type(child) is torch.nn.Linear and (child.out_features, child.in_features) in exported:
+            if type(child) is torch.nn.Linear and (child.out_features, child.in_features) in served:
                 setattr(module, child_name, Linear.from_linear(child, dispatcher))
                 replaced.append(f"{name}.{child_name}" if name else child_name)
     return replaced
