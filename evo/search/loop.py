@@ -196,8 +196,8 @@ class Search:
     # ---- seeds ---------------------------------------------------------------------------
     def _seeds(self) -> list[tuple[Island, Candidate, Shape]]:
         """Every island's shapes, each with the top picks of the shortlists of the island's family
-        (or of the tensor-core families) and of SEED_WHERE_SHORTLISTED where they cover it: one pick per shape and family when two would take more than
-        half the budget."""
+        (or of the tensor-core families) and of SEED_WHERE_SHORTLISTED where they cover it: one pick
+        per shape and family when two would take more than half the budget."""
         num_sms = self.ev.num_sms
 
         def picks(isl: Island, k: int) -> list[tuple[Island, Candidate, Shape]]:
