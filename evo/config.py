@@ -123,6 +123,9 @@ class EvaluatorConfig:
     cache_dir: Optional[str] = None
     cluster: Optional[str] = None  # None: this machine's GPUs, one process each | local | tcp://HOST:PORT (Dask)
     cluster_workers: int = 0  # cluster=local: Dask workers (0: one per visible GPU; the simulated backend: 2)
+    # cluster set: jobs waiting on each GPU worker beyond the one it runs, so that its next job is already
+    # there when one ends (0: one job per worker, each GPU idles a round trip to the driver between jobs)
+    cluster_queue: int = 1
 
 
 @dataclass
@@ -263,6 +266,7 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _at_least("evaluator.timeout_s", c.evaluator.timeout_s, 1)
     _at_least("evaluator.compile_timeout_s", c.evaluator.compile_timeout_s, 1)
     _at_least("evaluator.cluster_workers", c.evaluator.cluster_workers, 0)
+    _at_least("evaluator.cluster_queue", c.evaluator.cluster_queue, 0)
     if c.evaluator.cluster and c.evaluator.cluster != "local" and "://" not in c.evaluator.cluster:
         raise ConfigError(f"evaluator.cluster={c.evaluator.cluster!r}: give local (a Dask cluster on this machine) or "
                           "a scheduler address such as tcp://10.0.0.5:8786")

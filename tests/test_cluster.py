@@ -1,8 +1,9 @@
 """Evaluation on a Dask cluster (issue 17), with the simulated backend: a LocalCluster, and a
 scheduler plus `dask worker --nthreads 1 --resources GPU=1` processes over loopback.
 
-No assert here depends on timing: a worker is killed only once its job is seen executing, and a
-job lost that way re-runs as a hang, whose outcome (timeout) does not depend on where it ran."""
+No assert here depends on timing: a worker is killed only once its jobs are seen on it (a hang
+executing, and with the queue on one more job waiting behind it), and a hang lost that way re-runs
+as a hang, whose outcome (timeout) does not depend on where it ran."""
 import json
 import os
 import signal
@@ -173,26 +174,79 @@ def _request(behaviour: str) -> dict:
             "modes": ["rotating"], "replays": 1, "target_replay_ms": 1.0, "server_gap_ms": [0.05], "libraries": []}
 
 
-def test_a_lost_worker_loses_only_its_job_which_runs_once_more_and_the_run_finishes(loopback):
+def _held(dask_worker=None) -> dict[str, str]:
+    """The jobs this worker holds, by key: executing, or waiting there for its GPU."""
+    return {str(k): ts.state for k, ts in dask_worker.state.tasks.items() if str(k).startswith("evo-job-")}
+
+
+def _tagged(pool) -> dict[str, object]:
+    """Records which job each key sent by `pool` carries: task key -> job tag."""
+    keys: dict[str, object] = {}
+    submit = pool._submit
+
+    def recorded(job, workers):
+        future = submit(job, workers)
+        keys[future.key] = job.tag
+        return future
+
+    pool._submit = recorded
+    return keys
+
+
+def test_with_a_queue_a_worker_holds_its_next_job_before_the_first_finishes(loopback):
     from evo.evaluation.dask_pool import DaskPool
     client = loopback.client
-    with DaskPool(loopback.address, backend="simulated", stage_timeout_s=3) as pool:
-        killed = []
+    with DaskPool(loopback.address, backend="simulated", stage_timeout_s=3, queue=1) as pool:
+        keys, seen = _tagged(pool), {}
 
         def jobs():
-            yield Job(_request("hang"), tag="doomed")  # the only job in flight when its worker is killed
-            busy = _until(lambda: {a: k for a, k in client.run(_executing).items() if k}, "the job executing")
-            (address,) = busy
+            yield Job(_request("hang"), tag="a")
+            yield Job(_request("hang"), tag="b")
+            yield Job(_request("incorrect"), tag="c")  # both GPUs busy: it waits on a worker, not in the driver
+            seen.update(_until(lambda: _both_busy_and_one_waiting(client), "c waiting on a worker behind a hang"))
+
+        replies = {job.tag: reply for job, reply in pool.run(jobs())}
+    assert sorted(replies) == ["a", "b", "c"] and pool.reruns == 0
+    (waiting,) = [k for held in seen.values() for k, state in held.items() if state != "executing"]
+    assert keys[waiting] == "c"  # sent to its worker while both hangs still ran there
+
+
+def _both_busy_and_one_waiting(client) -> dict[str, dict[str, str]] | None:
+    held = {a: h for a, h in client.run(_held).items() if h}
+    states = sorted(state for h in held.values() for state in h.values())
+    return held if len(held) == 2 and states.count("executing") == 2 and len(states) == 3 else None
+
+
+def test_a_lost_worker_loses_only_its_jobs_which_run_once_more_and_the_run_finishes(loopback):
+    """With the queue on, the killed worker holds two jobs (one running, one waiting): exactly those
+    two run again, once each."""
+    from evo.evaluation.dask_pool import DaskPool
+    client = loopback.client
+    with DaskPool(loopback.address, backend="simulated", stage_timeout_s=3, queue=1) as pool:
+        keys, killed, lost = _tagged(pool), [], []
+
+        def jobs():
+            yield Job(_request("hang"), tag="hang-a")
+            yield Job(_request("hang"), tag="hang-b")
+            yield Job(_request("incorrect"), tag="queued")
+            held = _until(lambda: _both_busy_and_one_waiting(client), "two hangs running, one job waiting")
+            (address,) = [a for a, h in held.items() if len(h) == 2]  # the worker holding two jobs
+            lost.extend(keys[k] for k in held[address])
             pid = client.run(os.getpid, workers=[address])[address]
             killed.extend(c for c in psutil.Process(pid).children() if "spawn_main" in " ".join(c.cmdline()))
             os.kill(pid, signal.SIGKILL)  # the Dask worker process; its nanny starts a new one (it joins mid-run)
             for i in range(6):
                 yield Job(_request("slow" if i % 2 else "incorrect"), tag=i)
 
-        replies = {job.tag: reply for job, reply in pool.run(jobs())}
-        assert sorted(replies, key=str) == [0, 1, 2, 3, 4, 5, "doomed"]  # nothing lost
-        assert pool.reruns == 1  # exactly one job re-ran: the one in flight on the lost worker
-        assert replies["doomed"]["kernel"]["status"] == "timeout"  # it ran again, and hung again
+        out = list(pool.run(jobs()))
+        replies = {job.tag: reply for job, reply in out}
+        assert sorted(replies, key=str) == [0, 1, 2, 3, 4, 5, "hang-a", "hang-b", "queued"]  # nothing lost
+        assert len(out) == 9  # and each yielded once
+        assert "queued" in lost and len(lost) == 2  # a hang running and the job waiting behind it
+        assert sorted(job.tag for job, _ in out if job.attempts) == sorted(lost)  # exactly those re-ran
+        assert pool.reruns == 2  # once each
+        assert [replies[t]["kernel"]["status"] for t in ("hang-a", "hang-b")] == ["timeout"] * 2  # ran (again), hung
+        assert replies["queued"]["kernel"]["status"] == "incorrect"
         assert [replies[i]["kernel"]["status"] for i in range(6)] == ["incorrect", "ok"] * 3
     (hung,) = killed  # the lost worker's GPU process, in the middle of its hang: it went with its worker
     assert psutil.wait_procs([hung], timeout=30)[1] == []

@@ -56,6 +56,7 @@ def test_shape_sets():
     (["shapes=inline", "shapes.list=[12x12]"], "12x12"),
     (["llm=replay"], "llm.replay_from"),
     (["family=cutlass"], "family='cutlass'"),
+    (["evaluator.cluster_queue=-1"], "evaluator.cluster_queue=-1: must be >= 0"),
 ])
 def test_mistakes_name_the_key(overrides, words):
     with pytest.raises(ConfigError) as info:

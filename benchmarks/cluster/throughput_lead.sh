@@ -3,15 +3,15 @@
 # pool: the same random ampere sweep (7 shapes x ${BUDGET:-24}) after a warm-up run that fills the
 # compile cache. Each GPU times its own library baselines once per shape; with the default
 # LIBS=[torch] that is one library, not three (x2_lead.sh timed three in an 84-evaluation sweep, where
-# they took a large share of the run). Expects evo installed (PYTHONPATH) and OUT set. SPECS: name:overrides
-# entries separated by spaces, the overrides of one entry by commas.
+# they took a large share of the run). Expects evo installed (PYTHONPATH) and OUT set. A spec is
+# NAME:OVERRIDES, overrides joined by @ (e.g. dask_q0:evaluator.cluster=local@evaluator.cluster_queue=0).
 set -u -o pipefail
 REPO=${REPO:-$PWD}
 SWEEP="sweep family=ampere shapes=smoke sweep.sample=random sweep.budget=${BUDGET:-24} evaluator.draws=1 evaluator.replays=3
        evaluator.target_replay_ms=5 evaluator.timeout_s=20 search.progress=false evaluator.libraries=${LIBS:-[torch]}"
 runs=()
 for spec in ${SPECS:-warmup: local_1gpu:evaluator.gpus=[0] dask_2gpu:evaluator.cluster=local local_2gpu:}; do
-  name=${spec%%:*}; extra=${spec#*:}; extra=${extra//,/ }; echo "== $(date -u +%H:%M:%S) sweep $name"
+  name=${spec%%:*}; extra=${spec#*:}; extra=${extra//@/ }; echo "== $(date -u +%H:%M:%S) sweep $name"
   t0=$(date +%s.%N)
   timeout ${SWEEP_S:-80} evo $SWEEP $extra archive.path=$OUT/sweep_$name.sqlite > $OUT/sweep_$name.log 2>&1
   echo "$name: exit $? after $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s" | tee -a $OUT/sweep_walls.txt

@@ -15,7 +15,7 @@ stamp compile rate
 timeout ${COMPILE_S:-90} python3 $REPO/benchmarks/cluster/compile_rate.py 64 8,16,32 2>&1 | tee $OUT/compile_rate.txt
 stamp sweeps
 BUDGET=${BUDGET:-48} LIBS='[torch]' SWEEP_S=${SWEEP_S:-110} REPO=$REPO \
-  SPECS="warmup: local_1gpu:evaluator.gpus=[0] local_2gpu: dask_2gpu:evaluator.cluster=local dask_2gpu_noqueue:evaluator.cluster=local,evaluator.cluster_queue=0" \
+  SPECS="warmup: local_1gpu:evaluator.gpus=[0] local_2gpu: dask_2gpu:evaluator.cluster=local dask_2gpu_noqueue:evaluator.cluster=local@evaluator.cluster_queue=0" \
   bash $REPO/benchmarks/cluster/throughput_lead.sh
 rm -f $OUT/sweep_*.sqlite  # (the table above is what is kept; at most 8 files come back)
 stamp pytest

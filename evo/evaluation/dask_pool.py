@@ -7,14 +7,22 @@ restarted on that host exactly as by the local WorkerPool, and a faulting kernel
 retried elsewhere. Jobs ask for the resource {"GPU": 1}; none is pinned to a worker, so a worker
 that joins mid-run gets work and a lost one is not waited for.
 
-Losing a Dask worker (its host, its process) loses only the job in flight there: the scheduler is
-told not to retry on its own (allowed_failures=0), and this pool sends the job again once,
-counted in `reruns` and logged; a job lost twice is reported as a fault. Archive writes stay in
-the driver: the pool only yields (job, reply) pairs.
+Each GPU worker holds its running job and up to `queue` more (evaluator.cluster_queue, 1 by
+default), so that when a job ends the next one is already on that worker: the GPU does not sit
+idle for the round trip of a result to the driver and of the next job to the worker. A job that
+asks for a resource is never held back in the scheduler's own queue (distributed's
+worker-saturation applies only to tasks without restrictions): the scheduler gives it to a worker
+at once, which keeps it ("constrained") until its GPU is free.
+
+Losing a Dask worker (its host, its process) loses only the jobs on it, running or waiting there:
+the scheduler is told not to retry on its own (allowed_failures=0), and this pool sends each of
+them again once, counted in `reruns` and logged; a job lost twice is reported as a fault. Archive
+writes stay in the driver: the pool only yields (job, reply) pairs.
 """
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -26,6 +34,7 @@ from evo.evaluation.pool import Job, _failure, visible_gpus
 
 log = logging.getLogger(__name__)
 START_TIMEOUT_S = 600.0  # for the first GPU worker to join, and for a GPU process to start
+WORKERS_EVERY_S = 0.5  # the scheduler's list of workers is re-read at most this often while jobs run
 
 
 def require_distributed() -> Any:
@@ -72,18 +81,23 @@ def _no_automatic_retries(dask_scheduler=None) -> int:
 
 class DaskPool:
     def __init__(self, address: str, *, backend: str = "gpu", stage_timeout_s: float = 60.0, local_workers: int = 0,
-                 gpus: list[str] | None = None):
+                 gpus: list[str] | None = None, queue: int = 1):
+        if queue < 0:
+            raise ConfigError(f"evaluator.cluster_queue={queue}: give 0 or more jobs waiting on each GPU worker")
         self._distributed = require_distributed()
         self.address = address
         self.backend = backend
         self.stage_timeout_s = stage_timeout_s
         self.local_workers = local_workers
         self.gpus = gpus or []
+        self.queue = queue  # jobs waiting on each GPU worker beyond the one it runs
         self.restarts = 0  # GPU processes replaced on the hosts (hangs, faults, crashes)
         self.reruns = 0  # jobs sent again because their Dask worker was lost
         self._cluster: Any = None
         self._client: Any = None
         self._hosts: dict[str, DeviceInfo] = {}  # Dask worker address -> its GPU
+        self._workers_seen: dict[str, dict] = {}  # the scheduler's GPU workers, as last read
+        self._workers_read_at = float("-inf")
 
     # ---- setup ----------------------------------------------------------------------------
     def start(self) -> DaskPool:
@@ -105,8 +119,18 @@ class DaskPool:
         return self
 
     def _gpu_workers(self) -> dict[str, dict]:
+        """The scheduler's GPU workers, read now (a call to the scheduler)."""
         workers = self._client.scheduler_info(n_workers=-1)["workers"]
-        return {a: w for a, w in workers.items() if w.get("resources", {}).get("GPU")}
+        self._workers_seen = {a: w for a, w in workers.items() if w.get("resources", {}).get("GPU")}
+        self._workers_read_at = time.monotonic()
+        return self._workers_seen
+
+    def _recent_workers(self) -> dict[str, dict]:
+        """The GPU workers as read at most WORKERS_EVERY_S ago (re-read also on a lost worker or a
+        GPU not known yet): a worker that joins is seen within that time, not on every result."""
+        if time.monotonic() - self._workers_read_at >= WORKERS_EVERY_S:
+            return self._gpu_workers()
+        return self._workers_seen
 
     def _refresh(self, current: dict[str, dict] | None = None) -> None:
         """Forget workers that left; learn the GPU of those that joined (starting their GPU process)."""
@@ -142,6 +166,7 @@ class DaskPool:
             self._cluster.close()
             self._cluster = None
         self._hosts = {}
+        self._workers_seen, self._workers_read_at = {}, float("-inf")
 
     def __enter__(self) -> DaskPool:
         return self.start()
@@ -162,18 +187,20 @@ class DaskPool:
                                    resources={"GPU": 1}, pure=False, key=f"evo-job-{uuid.uuid4().hex}")
 
     def run(self, jobs: Iterable[Job | None]) -> Iterator[tuple[Job, dict]]:
-        """Yield (job, reply) as jobs finish, in completion order. About one job per GPU worker is
-        in flight (re-counted as workers come and go), so a job waits in the driver, not on a
-        worker that may be lost, and later jobs can still be compiling."""
+        """Yield (job, reply) as jobs finish, in completion order. Up to 1 + `queue` jobs per GPU
+        worker are sent (re-counted as workers come and go): each worker has its next job at hand
+        when one ends, the rest wait in the driver (not on a worker that may be lost), and later
+        jobs can still be compiling."""
         self.start()
         source = iter(jobs)
         exhausted = False
         in_flight: dict[Any, Job] = {}
         done = self._distributed.as_completed(loop=self._client.loop)
+        self._gpu_workers()  # read now: a worker that joined since the last run gets work from the start
         while True:
-            workers = self._gpu_workers()  # each round (a result, or a poll while nothing is ready): workers come and go
+            workers = self._recent_workers()  # workers come and go; read again at most every WORKERS_EVERY_S
             starved = False  # the source has no job ready yet (None)
-            while not exhausted and len(in_flight) < max(1, len(workers)):
+            while not exhausted and len(in_flight) < max(1, len(workers)) * (1 + self.queue):
                 try:
                     job = next(source)
                 except StopIteration:
@@ -195,8 +222,8 @@ class DaskPool:
             job = in_flight.pop(future)
             reply = self._reply(future, job)
             future.release()
-            if reply is None:  # sent again
-                future = self._submit(job, self._gpu_workers())
+            if reply is None:  # sent again (the workers were read again in _reply)
+                future = self._submit(job, self._workers_seen)
                 in_flight[future] = job
                 done.add(future)
                 continue
@@ -212,8 +239,8 @@ class DaskPool:
             if job.attempts == 0:
                 job.attempts += 1
                 self.reruns += 1
-                log.warning(f"{where} was lost with a job in flight: re-running that job once elsewhere "
-                            f"({self.reruns} re-run(s) in this pool)")
+                log.warning(f"{where} was lost with a job on it (running or waiting there): re-running that job "
+                            f"once elsewhere ({self.reruns} re-run(s) in this pool)")
                 if not self._gpu_workers():
                     log.warning("no GPU worker is left in the cluster: waiting for one to join")
                 return None

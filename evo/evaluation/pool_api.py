@@ -54,4 +54,4 @@ def make_pool(cfg: EvaluatorConfig) -> Pool:
         return WorkerPool(backend=cfg.backend, devices=[str(g) for g in cfg.gpus] or None, stage_timeout_s=cfg.timeout_s)
     from evo.evaluation.dask_pool import DaskPool
     return DaskPool(cfg.cluster, backend=cfg.backend, stage_timeout_s=cfg.timeout_s, local_workers=cfg.cluster_workers,
-                    gpus=[str(g) for g in cfg.gpus])
+                    gpus=[str(g) for g in cfg.gpus], queue=cfg.cluster_queue)
