@@ -219,10 +219,12 @@ def _both_busy_and_one_waiting(client) -> dict[str, dict[str, str]] | None:
 
 def test_a_lost_worker_loses_only_its_jobs_which_run_once_more_and_the_run_finishes(loopback):
     """With the queue on, the killed worker holds two jobs (one running, one waiting): exactly those
-    two run again, once each."""
+    two run again, once each; the one that only waited keeps its re-run (it never started)."""
     from evo.evaluation.dask_pool import DaskPool
     client = loopback.client
-    with DaskPool(loopback.address, backend="simulated", stage_timeout_s=3, queue=1) as pool:
+    # the kill must come before the running hang times out (or the waiting job would be running):
+    # 5 s leaves room for a loaded machine between the snapshot and the kill
+    with DaskPool(loopback.address, backend="simulated", stage_timeout_s=5, queue=1) as pool:
         keys, killed, lost = _tagged(pool), [], []
 
         def jobs():
@@ -243,7 +245,10 @@ def test_a_lost_worker_loses_only_its_jobs_which_run_once_more_and_the_run_finis
         assert sorted(replies, key=str) == [0, 1, 2, 3, 4, 5, "hang-a", "hang-b", "queued"]  # nothing lost
         assert len(out) == 9  # and each yielded once
         assert "queued" in lost and len(lost) == 2  # a hang running and the job waiting behind it
-        assert sorted(job.tag for job, _ in out if job.attempts) == sorted(lost)  # exactly those re-ran
+        assert sorted(job.tag for job, _ in out if job.attempts or job.lost_waiting) == sorted(lost)  # those re-ran
+        (running,) = [t for t in lost if t != "queued"]
+        assert [(job.attempts, job.lost_waiting) for job, _ in out if job.tag in (running, "queued")] in (
+            [(1, 0), (0, 1)], [(0, 1), (1, 0)])  # the running one used its re-run, the waiting one did not
         assert pool.reruns == 2  # once each
         assert [replies[t]["kernel"]["status"] for t in ("hang-a", "hang-b")] == ["timeout"] * 2  # ran (again), hung
         assert replies["queued"]["kernel"]["status"] == "incorrect"

@@ -80,6 +80,7 @@ def run_job(request: dict, additions: dict[str, dict] | None, backend: str, stag
     each GPU it knows (the launch for its SM count, the libraries still to time there); a GPU it
     does not know yet answers "unprepared" with its DeviceInfo, and the driver sends the job again."""
     name = name or _worker_name()
+    _mark_started()
     with _lock, _collected() as records:
         pool = _pool(backend, stage_timeout_s, name)
         info = pool.infos[0]
@@ -90,6 +91,20 @@ def run_job(request: dict, additions: dict[str, dict] | None, backend: str, stag
         before = pool.restarts
         ((_, reply),) = list(pool.run([Job(request)]))
     return {**reply, "host_restarts": pool.restarts - before, "host_log": records, "host": name}
+
+
+STARTED = "evo-job-started"  # the scheduler's event topic: keys of jobs that began on a worker
+
+
+def _mark_started() -> None:
+    """Tell the scheduler this job began (its key under STARTED), so that a job lost with its worker
+    while only waiting there is told apart from one that was running. Not on a Dask worker: nothing."""
+    try:
+        import distributed
+        worker = distributed.get_worker()
+        worker.log_event(STARTED, worker.get_current_task())
+    except (ImportError, ValueError):
+        pass
 
 
 def _info(backend: str, stage_timeout_s: float, name: str) -> dict:

@@ -16,7 +16,10 @@ at once, which keeps it ("constrained") until its GPU is free.
 
 Losing a Dask worker (its host, its process) loses only the jobs on it, running or waiting there:
 the scheduler is told not to retry on its own (allowed_failures=0), and this pool sends each of
-them again once, counted in `reruns` and logged; a job lost twice is reported as a fault. Archive
+them again, counted in `reruns` and logged. A job that was running gets one re-run, and is
+reported as a fault if lost again; one that was only waiting (it never told the scheduler it
+started) does not use that re-run, up to MAX_LOST_WAITING times, so a job that kills its workers
+cannot make an innocent job queued behind it a fault. Archive
 writes stay in the driver: the pool only yields (job, reply) pairs.
 """
 from __future__ import annotations
@@ -35,6 +38,8 @@ from evo.evaluation.pool import Job, _failure, visible_gpus
 log = logging.getLogger(__name__)
 START_TIMEOUT_S = 600.0  # for the first GPU worker to join, and for a GPU process to start
 WORKERS_EVERY_S = 0.5  # the scheduler's list of workers is re-read at most this often while jobs run
+STARVED_WAIT_S = 0.05  # when the source has nothing ready: wait this long for a job to finish, then ask again
+MAX_LOST_WAITING = 3  # a job lost this often while only waiting on a worker then counts as lost while running
 
 
 def require_distributed() -> Any:
@@ -216,7 +221,10 @@ class DaskPool:
                 if exhausted:
                     return
                 continue
-            if starved and not done.has_ready():  # ask the source again (it waits a moment itself)
+            if starved and not done.has_ready():  # collect a finished job meanwhile, or ask the source again
+                until = time.monotonic() + STARVED_WAIT_S  # (distributed.wait needs a default client)
+                while not done.has_ready() and time.monotonic() < until:
+                    time.sleep(0.005)
                 continue
             future = next(done)
             job = in_flight.pop(future)
@@ -236,10 +244,17 @@ class DaskPool:
         except self._distributed.KilledWorker as e:
             lost = self._hosts.get(getattr(e.last_worker, "address", ""))
             where = f"Dask worker {getattr(e.last_worker, 'name', '?')}"
+            if not self._started(future.key) and job.lost_waiting < MAX_LOST_WAITING:
+                job.lost_waiting += 1  # it never ran: not held against it (its one re-run is kept)
+                self.reruns += 1
+                log.warning(f"{where} was lost with a job waiting on it (not started yet): sending that job again "
+                            f"({self.reruns} re-run(s) in this pool)")
+                self._gpu_workers()
+                return None
             if job.attempts == 0:
                 job.attempts += 1
                 self.reruns += 1
-                log.warning(f"{where} was lost with a job on it (running or waiting there): re-running that job "
+                log.warning(f"{where} was lost with a job running on it: re-running that job "
                             f"once elsewhere ({self.reruns} re-run(s) in this pool)")
                 if not self._gpu_workers():
                     log.warning("no GPU worker is left in the cluster: waiting for one to join")
@@ -250,6 +265,14 @@ class DaskPool:
             self._refresh()
             return None
         return self._unwrap(reply)
+
+    def _started(self, key: str) -> bool:
+        """Whether the job under `key` began on a worker (its start event reached the scheduler).
+        When the events cannot be read, it counts as started (the safe side: one re-run)."""
+        try:
+            return any(msg == key for _, msg in self._client.get_events(dask_host.STARTED))
+        except Exception:  # noqa: BLE001 -- a scheduler that cannot answer: assume the worst
+            return True
 
     def _unwrap(self, reply: dict) -> dict:
         """The GPU's reply, with the host's restarts counted and its log records relayed here."""

@@ -31,6 +31,7 @@ class Job:
     prepare: Callable[[DeviceInfo], dict] | None = field(default=None, repr=False)  # additions for the GPU it runs on
     device: str | None = None  # run only on this GPU (None: any)
     attempts: int = 0  # times the job was lost with its worker through no fault of its own
+    lost_waiting: int = 0  # times it was lost while only waiting on a worker, never started (Dask queue)
 
 
 def visible_gpus() -> list[str]:
