@@ -183,7 +183,7 @@ def failures_plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-REPORT_EXTRA = "pip install -e '.[report]' in evo's checkout"
+REPORT_EXTRA = "pip install 'evo-hgemm[report]' (or -e '.[report]' in evo's checkout)"
 
 
 def _require_report_extra() -> None:

@@ -77,7 +77,8 @@ def serve(path: str, *, port: int = 8001, open_browser: bool = False) -> None:
     try:
         import datasette  # noqa: F401
     except ImportError:
-        raise EvoError("Datasette is not installed: pip install -e '.[report]'") from None
+        raise EvoError("Datasette is not installed: pip install 'evo-hgemm[report]' "
+                       "(or -e '.[report]' in evo's checkout)") from None
     check_port(port)
     with tempfile.TemporaryDirectory(prefix="evo-datasette-") as tmp:
         meta = Path(tmp) / "metadata.json"

@@ -83,7 +83,7 @@ def test_report_without_the_report_extra_says_in_one_line_what_to_install(run_ar
     with pytest.raises(EvoError) as raised:
         report(str(run_archive), out=str(out))
     message = str(raised.value)
-    assert "\n" not in message and message.endswith("pip install -e '.[report]' in evo's checkout")
+    assert "\n" not in message and message.endswith("pip install 'evo-hgemm[report]' (or -e '.[report]' in evo's checkout)")
     assert {"matplotlib" in message, "Jinja2" in message} == {True}
     assert not out.exists()
     evo_log = logging.getLogger("evo")  # main() configures it, and SIGPIPE: put them back afterwards

@@ -47,8 +47,8 @@ def export_cli(argv: list[str]) -> None:
         try:
             from evo.dispatch.verify import verify
         except ImportError as e:
-            raise EvoError(f"--verify needs torch with CUDA ({e}): pip install -e '.[gpu]' in evo's checkout on the GPU "
-                           f"machine; the export itself is written to {a.out.rstrip('/')}/") from None
+            raise EvoError(f"--verify needs torch with CUDA ({e}): pip install 'evo-hgemm[gpu]' (or -e '.[gpu]' in evo's "
+                           f"checkout) on the GPU machine; the export itself is written to {a.out.rstrip('/')}/") from None
         verify(a.out)
 
 

@@ -276,8 +276,8 @@ def hydra_command(name: str, argv: list[str]) -> None:
             except EvoError as e:
                 fail(str(e))
             except KeyboardInterrupt:
-                fail("interrupted: the archive holds everything finished so far; `evo resume` continues a search",
-                     130)
+                fail("interrupted: the archive holds everything finished so far"
+                     + ("; `evo resume` continues a search" if name in ("run", "resume") else ""), 130)
             log.debug(f"{name}: {result}")
             return
         # one archive per job, in the job's own output directory

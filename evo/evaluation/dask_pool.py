@@ -46,8 +46,9 @@ def require_distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        raise ConfigError("evaluator.cluster needs Dask: pip install -e '.[cluster]' in evo's checkout (dask and distributed; "
-                          "dask-jobqueue for SLURM/PBS), or leave evaluator.cluster unset for this machine's GPUs") from None
+        raise ConfigError("evaluator.cluster needs Dask (dask and distributed; dask-jobqueue for SLURM/PBS): pip install "
+                          "'evo-hgemm[cluster]' (or -e '.[cluster]' in evo's checkout), or leave evaluator.cluster unset "
+                          "for this machine's GPUs") from None
     return distributed
 
 

@@ -42,6 +42,7 @@ def make_cluster(spec: dict) -> Any:
         import dask
         import dask_jobqueue
     except ImportError:
-        raise ConfigError("a batch-system cluster needs dask-jobqueue: pip install -e '.[cluster]' in evo's checkout") from None
+        raise ConfigError("a batch-system cluster needs dask-jobqueue: pip install 'evo-hgemm[cluster]' "
+                          "(or -e '.[cluster]' in evo's checkout)") from None
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         return getattr(dask_jobqueue, KINDS[spec["kind"]])(**spec["options"])
