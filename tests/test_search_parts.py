@@ -213,3 +213,16 @@ def test_next_pick_proposes_the_best_ranked_pick_the_shape_has_not_had():
     assert child.params == picks[3]
     everything = {config_key("hopper", p) for p in picks}
     assert OPERATORS["next_pick"].apply([parent], random.Random(0), shape=shape, tried=everything) is None
+
+
+def test_change_family_jumps_to_another_familys_best_untried_pick_for_the_shape():
+    from evo.mutators.structural import config_key
+    shape = Shape(333, 4096, 14336)
+    parent = FAMILIES["hopper"].candidate(FAMILIES["hopper"].suggest(shape.M, shape.N, shape.K)[0])
+    ampere = FAMILIES["ampere"].suggest(shape.M, shape.N, shape.K, limit=64)
+    child = OPERATORS["change_family"].apply([parent], random.Random(0), shape=shape,
+                                             tried={config_key("ampere", ampere[0])})
+    assert child.family == "ampere" and child.params == ampere[1]  # skinny does not cover M = 333; simt is never the target
+    tried_all = {config_key("ampere", p) for p in ampere}
+    fallback = OPERATORS["change_family"].apply([parent], random.Random(0), shape=shape, tried=tried_all)
+    assert fallback.family != "hopper"  # nothing untried left: a random configuration of another family
