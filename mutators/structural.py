@@ -17,6 +17,7 @@ import random
 from dataclasses import dataclass
 
 from evo.core.compile_options import OPTIONS, OptionError, can_set_minblocks, options_of, with_options
+from evo.core.errors import EvoError
 from evo.core.kernel import Candidate
 from evo.families import FAMILIES, Family
 
@@ -98,7 +99,7 @@ class StructuralOperator:
         if self.name == "revert_gene":
             return _revert_gene(first, parents[1], rng)
         if self.name == "next_pick":
-            return _next_pick(first, context.get("shape"), context.get("tried", ()))
+            return _next_pick(first, context.get("shape"), context.get("tried", ()), context.get("num_sms", 132))
         family = FAMILIES.get(first.family or "") or FAMILIES["hopper"]
         params = first.params if family.valid(first.params) else family.default
         if self.name == "mutate_one":  # one parameter to a neighbouring value
@@ -115,7 +116,8 @@ class StructuralOperator:
                 child = decode(family, crossover_uniform(encode(family, params), encode(family, other.params),
                                                          rng, indpb=0.5))
         elif self.name == "change_family":  # jump to another family: its best untried pick, else a random one
-            family, child = _other_family(family.name, context.get("shape"), context.get("tried", ()), rng)
+            family, child = _other_family(family.name, context.get("shape"), context.get("tried", ()), rng,
+                                          context.get("num_sms", 132))
         else:
             raise ValueError(f"unknown structural operator {self.name!r}")
         child = family.repair(child, rng)
@@ -123,36 +125,50 @@ class StructuralOperator:
         return made if self.name == "change_family" else carry_options(first, made)
 
 
-def _next_pick(parent: Candidate, shape, tried=()) -> Candidate | None:
+def _next_pick(parent: Candidate, shape, tried=(), num_sms: int = 132) -> Candidate | None:
     """The best-ranked pick of the parent's family shortlist for the shape that is not in `tried`
-    (the configurations already measured or made on that shape, as `config_key`s), else the pick
-    ranked after the parent's configuration: the shortlist walked where the search finds it pays,
-    never re-proposing a pick the shape has already had."""
+    (the configurations already measured or made on that shape, as `config_key`s) and supports the
+    shape, else (no `tried` given) the pick ranked after the parent's configuration: the shortlist
+    walked where the search finds it pays, never re-proposing a pick the shape has already had."""
     family = FAMILIES[parent.family or ""]
     if shape is None:
         return None
     picks = family.suggest(shape.M, shape.N, shape.K, limit=64)
     rank = picks.index(parent.params) + 1 if parent.params in picks else 0
-    untried = [p for p in picks if config_key(family.name, p) not in tried] if tried else picks[rank:]
-    if not untried:
+    pick = _first_open(family, picks, shape, tried, num_sms) if tried else (picks[rank] if rank < len(picks) else None)
+    if pick is None:
         return None
-    made = family.candidate(untried[0], operator="next_pick", parents=(parent.id,))
+    made = family.candidate(pick, operator="next_pick", parents=(parent.id,))
     return carry_options(parent, made)
 
 
-def _other_family(current: str, shape, tried, rng: random.Random) -> tuple[Family, dict]:
+def _first_open(family: Family, picks: list[dict], shape, tried, num_sms: int) -> dict | None:
+    """The first of `picks` not in `tried` whose kernel supports the shape (a family's shortlist can
+    end with its default configuration, which may not: proposing it would only be refused again)."""
+    for p in picks:
+        if config_key(family.name, p) in tried:
+            continue
+        try:
+            if family.candidate(p).declaration.supports(shape, num_sms=num_sms):
+                return p
+        except EvoError:  # a declaration that cannot be read: not a pick to propose
+            continue
+    return None
+
+
+def _other_family(current: str, shape, tried, rng: random.Random, num_sms: int = 132) -> tuple[Family, dict]:
     """Another family and a configuration of it. With a target shape: a tensor-core family whose
-    shortlist covers the shape, and its best-ranked pick the shape has not had (on the H200 the
-    random configurations this operator used to make averaged 0.2x the library, a quarter of a
-    search's budget spent where a sweep would not go). Without a shape, or when no such pick is
-    left: a random configuration of any other family, as before."""
+    shortlist covers the shape, and its best-ranked supported pick the shape has not had (on the
+    H200 the random configurations this operator used to make averaged 0.2x the library, a quarter
+    of a search's budget spent where a sweep would not go). Without a shape, or when no such pick
+    is left: a random configuration of any other family, as before."""
     if shape is not None:
         options = []
         for name in sorted(n for n in FAMILIES if n not in (current, "simt")):
-            picks = FAMILIES[name].suggest(shape.M, shape.N, shape.K, limit=64)
-            untried = [p for p in picks if config_key(name, p) not in tried]
-            if untried:
-                options.append((FAMILIES[name], untried[0]))
+            pick = _first_open(FAMILIES[name], FAMILIES[name].suggest(shape.M, shape.N, shape.K, limit=64),
+                               shape, tried, num_sms)
+            if pick is not None:
+                options.append((FAMILIES[name], pick))
         if options:
             return options[rng.randrange(len(options))]
     family = FAMILIES[rng.choice(sorted(n for n in FAMILIES if n != current))]

@@ -337,7 +337,8 @@ class Search:
             if p.operator and not p.operator.startswith("llm:"):
                 mine = tried.setdefault(p.shape, set())
                 self._settle(p, lambda p=p, mine=mine: self.operators[p.operator].apply(
-                    p.parents, self.rng, shape=p.shape, info=self._info(p.parents, p.shape), tried=mine))
+                    p.parents, self.rng, shape=p.shape, info=self._info(p.parents, p.shape), tried=mine,
+                    num_sms=self.ev.num_sms))
                 if p.candidate is not None:
                     mine.add(config_key(p.candidate.family, p.candidate.params))
         return futures
