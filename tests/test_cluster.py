@@ -260,8 +260,11 @@ def test_a_lost_worker_loses_only_its_jobs_which_run_once_more_and_the_run_finis
 def test_a_worker_that_joins_mid_run_gets_work(loopback, compile_cache):
     cfg = EvaluatorConfig(backend="simulated", timeout_s=5, cache_dir=str(compile_cache), cluster=loopback.address)
     ev = Evaluator(cfg).start()
+    asked: list = []
     try:
         first = {e.gpu for e in ev.evaluate([(Candidate.make(GOOD), Shape(64, 64, 64))])}
+        separate = ev.pool.call_each
+        ev.pool.call_each = lambda *a, **k: asked.append(a) or separate(*a, **k)  # type: ignore[method-assign]
         loopback.worker("late")
         names = lambda: {w["name"] for w in loopback.client.scheduler_info()["workers"].values()}  # noqa: E731
         _until(lambda: names() == {"w0", "w1", "late"}, "the new worker (and any worker restarted before)")
@@ -272,7 +275,8 @@ def test_a_worker_that_joins_mid_run_gets_work(loopback, compile_cache):
     finally:
         ev.close()
     assert len(first) == 1 and any("dask-late" in g for g in gpus)
-    assert any("dask-late" in key for key in ev._peaks)  # its peaks were measured when it joined
+    assert any("dask-late" in key for key in ev._peaks)  # its peaks were measured when it joined,
+    assert asked == []  # beside its first job: no separate call waited behind a job queued there
 
 
 def test_a_killed_driver_is_resumed_on_the_same_cluster(loopback):

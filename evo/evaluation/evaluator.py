@@ -94,6 +94,25 @@ class Evaluator:
             if self.archive and gpu in by_key:
                 stored.put_peaks(self.archive, gpu, self.backend, peaks, by_key[gpu])
 
+    def _has_peaks(self, gpu: str) -> bool:
+        """Whether this GPU's peaks are known (measured, or stored in the archive: then loaded)."""
+        if gpu not in self._peaks and self.archive:
+            cached = stored.peaks(self.archive, gpu, self.backend)
+            if cached:
+                self._peaks[gpu] = cached
+        return gpu in self._peaks
+
+    def _take_peaks(self, reply: dict) -> None:
+        """Peaks measured beside a job (asked for by on_gpu for a GPU that joined after the start):
+        kept, so that no separate call has to wait behind the job already queued on that GPU."""
+        gpu = reply.get("gpu")
+        if "peaks" not in reply or not gpu or gpu in self._peaks:
+            return
+        self._peaks[gpu] = Peaks(**reply["peaks"])
+        info = next((i for i in self.pool.infos if i.key == gpu), None)
+        if self.archive and info is not None:
+            stored.put_peaks(self.archive, gpu, self.backend, self._peaks[gpu], info)
+
     def peaks(self, gpu: str) -> Peaks:
         """The measured peak rate and bandwidth of one GPU (by its DeviceInfo.key)."""
         return self._peaks[gpu]
@@ -216,6 +235,8 @@ class Evaluator:
             extra = _launch_on(cand, shape, info.num_sms)
             if measure_libraries:
                 extra["libraries"] = self._missing_libraries(info.key, shape)
+            if not self._has_peaks(info.key):  # a GPU that joined a cluster: its peaks come with the result
+                extra["peaks"] = True
             return extra
 
         return Job(request, tag=(cand, shape, prepared), prepare=on_gpu)
@@ -258,7 +279,8 @@ class Evaluator:
             return self._result(c, shape, Status.WORKER_ERROR, reply["harness_error"] + "\n" + reply.get("trace", ""), p)
         k = KernelResult.from_json(reply["kernel"])
         self._store_libraries(reply, shape, keep_known=True)
-        if k.gpu not in self._peaks:  # a GPU that joined the cluster after the start
+        self._take_peaks(reply)
+        if k.gpu not in self._peaks:  # joined after the start, and the job failed before measuring them
             self._ensure_peaks()
         libs = self.library_times(k.gpu, shape, self.cfg.mode)
         best = min(libs, key=lambda lib: libs[lib]) if libs else None

@@ -1,7 +1,8 @@
 """The GPU worker process: one per GPU, fed requests through a pipe by the WorkerPool.
 
 Messages in:  {"op": "evaluate" | "peaks" | "exit", "id": ..., ...}; an evaluate request carries either
-the kernel's "launch" for this GPU or "refuse": {"status", "error"} when the kernel cannot run here.
+the kernel's "launch" for this GPU or "refuse": {"status", "error"} when the kernel cannot run here,
+and "peaks": true when the driver does not know this GPU's peaks yet (they come back with the result).
 Messages out: {"type": "ready", "info": DeviceInfo} once, then for each request any number of
 {"type": "progress", "id", "stage"} and one {"type": "result", "id", ...}; at any time
 {"type": "log", "level", "name", "message"} carries a log record to the parent's log. After a fault
@@ -101,7 +102,9 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
                            "innocent": True, "harness_error": "the GPU context was already broken"})
                 os._exit(3)
             if op == "evaluate":
-                payload = harness.evaluate(msg, progress)
+                # a GPU new to the driver (one that joined a cluster) measures its peaks first
+                measured = {"peaks": asdict(harness.peaks())} if msg.get("peaks") else {}
+                payload = {**harness.evaluate(msg, progress), **measured}
             elif op == "peaks":
                 payload = {"peaks": asdict(harness.peaks())}
             else:
