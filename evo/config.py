@@ -65,6 +65,9 @@ class MutatorConfig:
     penalty_compile_error: float = -1.0
     penalty_incorrect: float = -1.0
     penalty_crash: float = -2.0
+    # what a child's gain is measured against: "parent" (its parent's speedup at the shape) or "best"
+    # (the better of that and the shape's best so far: credit only for children that move the shape)
+    reward_against: str = "parent"
 
 
 @dataclass
@@ -230,6 +233,7 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _choice("islands.migration", c.islands.migration, ("ring", "full", "off"))
     _choice("islands.specialize", c.islands.specialize, ("none", "family", "bucket"))
     _choice("mutator.policy", c.mutator.policy, ("reinforce", "uniform"))
+    _choice("mutator.reward_against", c.mutator.reward_against, ("parent", "best"))
     _at_least("mutator.learning_rate", c.mutator.learning_rate, 0)
     if not 0 <= c.mutator.baseline_decay < 1:
         raise ConfigError(f"mutator.baseline_decay={c.mutator.baseline_decay}: must be in [0, 1)")

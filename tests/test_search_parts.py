@@ -226,3 +226,14 @@ def test_change_family_jumps_to_another_familys_best_untried_pick_for_the_shape(
     tried_all = {config_key("ampere", p) for p in ampere}
     fallback = OPERATORS["change_family"].apply([parent], random.Random(0), shape=shape, tried=tried_all)
     assert fallback.family != "hopper"  # nothing untried left: a random configuration of another family
+
+
+def test_reward_against_best_credits_only_children_that_move_the_shape():
+    from types import SimpleNamespace
+
+    from evo.search.loop import Search
+    from evo.search.state import Plan
+    plan = Plan(0, "mutate_one", None, Shape(77, 4096, 4096), 0.5, "ctx", shape_best=0.9)
+    against = lambda what: Search._reference(SimpleNamespace(c=SimpleNamespace(mutator=SimpleNamespace(  # noqa: E731
+        reward_against=what))), plan)
+    assert against("parent") == 0.5 and against("best") == 0.9

@@ -267,7 +267,7 @@ class Search:
         parents = [cand]
         if getattr(self.operators[name], "arity", 1) == 2:
             parents.append(self.candidates[isl.select(1, self.rng, pool or isl.members)[0].kernel_id])
-        plan = Plan(isl.index, name, None, shape, parent_fit, context)
+        plan = Plan(isl.index, name, None, shape, parent_fit, context, shape_best=elite[2] if elite else None)
         plan.parents = parents
         return plan
 
@@ -462,7 +462,7 @@ class Search:
             o = results[key]
             duplicate = p.duplicate or key in seen  # measured before, or by an earlier child of this generation
             seen.add(key)
-            self.policy.update(p.context, p.operator, reward(o.status, o.speedup, p.parent_fitness,
+            self.policy.update(p.context, p.operator, reward(o.status, o.speedup, self._reference(p),
                                                              self.c.mutator, duplicate=duplicate))
             if duplicate:
                 continue
@@ -476,6 +476,12 @@ class Search:
                                            "parent": p.origin or p.parents[0].id,
                                            "depth": p.repair_depth})
                 del self.state.repairs[:-REPAIR_QUEUE]
+
+    def _reference(self, p: Plan) -> float | None:
+        """What a child's speedup is compared with for its reward (mutator.reward_against)."""
+        if self.c.mutator.reward_against == "best" and p.shape_best:
+            return max(p.parent_fitness or 0.0, p.shape_best)
+        return p.parent_fitness
 
     def _transfer(self) -> None:
         """Try cell elites on their neighbouring shapes: same N and K with the next smaller and the next

@@ -23,6 +23,7 @@ class Plan:
     repair_depth: int = 0  # 0: a new child; n: the n-th repair attempt in a chain
     origin: str = ""  # a repair: the kernel whose child failed (what revert_gene reverts towards)
     duplicate: bool = False  # its (kernel, shape) was measured before this generation
+    shape_best: float | None = None  # the speedup of the shape's fastest kernel when the child was planned
 
 
 @dataclass
