@@ -106,3 +106,11 @@ def test_cli_rejects_a_bad_value_in_one_line():
     out = run_cli("run", "islands.n=-3")
     assert out.returncode == 2
     assert out.stderr.strip() == "evo: error: islands.n=-3: must be >= 1"
+
+
+def test_a_misspelt_key_gets_the_closest_key_of_its_section():
+    with pytest.raises(ConfigError, match=r"Key 'max_evalutions' not in 'SearchConfig' \(did you mean 'max_evaluations'\?\)"):
+        compose(["search.max_evalutions=3"])
+    with pytest.raises(ConfigError) as nothing_close:
+        compose(["search.zzzqqq=3"])
+    assert "did you mean" not in str(nothing_close.value)

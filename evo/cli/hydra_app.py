@@ -102,8 +102,23 @@ def _first_line(e: BaseException) -> str:
         return f"{msg} (available: {', '.join(opts)})" if opts else msg
     for detail in lines[1:]:
         if detail.startswith(("Key '", "Value '", "Cannot", "Invalid", "Error")) and detail not in msg:
-            return f"{msg} {detail}"
-    return msg
+            msg = f"{msg} {detail}"
+            break
+    return msg + _did_you_mean(msg)
+
+
+def _did_you_mean(msg: str) -> str:
+    """For an unknown key ("Key 'x' not in 'SearchConfig'"): the closest key of that section, if any."""
+    import dataclasses
+    import difflib
+
+    import evo.config
+    m = re.search(r"Key '([^']+)' not in '(\w+)'", msg)
+    section = getattr(evo.config, m.group(2), None) if m else None
+    if m is None or not dataclasses.is_dataclass(section):
+        return ""
+    close = difflib.get_close_matches(m.group(1), [f.name for f in dataclasses.fields(section)], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def compose(overrides: list[str]) -> tuple[EvoConfig, DictConfig]:
