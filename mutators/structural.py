@@ -99,7 +99,7 @@ class StructuralOperator:
         if self.name == "revert_gene":
             return _revert_gene(first, parents[1], rng)
         if self.name == "next_pick":
-            return _next_pick(first, context.get("shape"), context.get("tried", ()), context.get("num_sms", 132))
+            return _next_pick(first, context.get("shape"), context.get("tried"), context.get("num_sms", 132))
         family = FAMILIES.get(first.family or "") or FAMILIES["hopper"]
         params = first.params if family.valid(first.params) else family.default
         if self.name == "mutate_one":  # one parameter to a neighbouring value
@@ -125,7 +125,7 @@ class StructuralOperator:
         return made if self.name == "change_family" else carry_options(first, made)
 
 
-def _next_pick(parent: Candidate, shape, tried=(), num_sms: int = 132) -> Candidate | None:
+def _next_pick(parent: Candidate, shape, tried=None, num_sms: int = 132) -> Candidate | None:
     """The best-ranked pick of the parent's family shortlist for the shape that is not in `tried`
     (the configurations already measured or made on that shape, as `config_key`s) and supports the
     shape, else (no `tried` given) the pick ranked after the parent's configuration: the shortlist
@@ -133,9 +133,10 @@ def _next_pick(parent: Candidate, shape, tried=(), num_sms: int = 132) -> Candid
     family = FAMILIES[parent.family or ""]
     if shape is None:
         return None
-    picks = family.suggest(shape.M, shape.N, shape.K, limit=64)
+    picks = family.suggest(shape.M, shape.N, shape.K, num_sms=num_sms, limit=64)
     rank = picks.index(parent.params) + 1 if parent.params in picks else 0
-    pick = _first_open(family, picks, shape, tried, num_sms) if tried else (picks[rank] if rank < len(picks) else None)
+    pick = (_first_open(family, picks, shape, tried, num_sms) if tried is not None else
+            picks[rank] if rank < len(picks) else None)
     if pick is None:
         return None
     made = family.candidate(pick, operator="next_pick", parents=(parent.id,))
@@ -165,7 +166,7 @@ def _other_family(current: str, shape, tried, rng: random.Random, num_sms: int =
     if shape is not None:
         options = []
         for name in sorted(n for n in FAMILIES if n not in (current, "simt")):
-            pick = _first_open(FAMILIES[name], FAMILIES[name].suggest(shape.M, shape.N, shape.K, limit=64),
+            pick = _first_open(FAMILIES[name], FAMILIES[name].suggest(shape.M, shape.N, shape.K, num_sms=num_sms, limit=64),
                                shape, tried, num_sms)
             if pick is not None:
                 options.append((FAMILIES[name], pick))
@@ -242,5 +243,5 @@ OPERATORS: dict[str, StructuralOperator] = {op.name: op for op in (
     StructuralOperator("compile_options", 1, "change one compile option: register cap (launch-bounds min blocks "
                        "or -maxrregcount), L1 caching of loads, ptxas optimizations"),
     StructuralOperator("revert_gene", 2, "repair: revert one gene of a failed child to its parent's value"),
-    StructuralOperator("next_pick", 1, "the family's shortlist pick for the target shape ranked after the parent's"),
+    StructuralOperator("next_pick", 1, "the best-ranked pick of the family's shortlist the target shape has not had"),
 )}

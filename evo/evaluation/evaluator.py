@@ -235,7 +235,7 @@ class Evaluator:
             extra = _launch_on(cand, shape, info.num_sms)
             if measure_libraries:
                 extra["libraries"] = self._missing_libraries(info.key, shape)
-            if not self._has_peaks(info.key):  # a GPU that joined a cluster: its peaks come with the result
+            if "launch" in extra and not self._has_peaks(info.key):  # joined a cluster: peaks come with the result
                 extra["peaks"] = True
             return extra
 
@@ -280,7 +280,7 @@ class Evaluator:
         k = KernelResult.from_json(reply["kernel"])
         self._store_libraries(reply, shape, keep_known=True)
         self._take_peaks(reply)
-        if k.gpu not in self._peaks:  # joined after the start, and the job failed before measuring them
+        if k.status == Status.OK and k.gpu not in self._peaks:  # its roofline needs them, and none came with it
             self._ensure_peaks()
         libs = self.library_times(k.gpu, shape, self.cfg.mode)
         best = min(libs, key=lambda lib: libs[lib]) if libs else None

@@ -55,6 +55,17 @@ def die_with_parent() -> None:
         os._exit(0)
 
 
+def _peaks_beside(harness, progress) -> dict:
+    """This GPU's peaks, measured after a job for a driver that does not know them yet; {} when the
+    measurement fails (the job's own result stands; the driver then asks for them separately)."""
+    progress("peaks")  # a stage of its own: a slow measurement is not charged to the kernel's stage
+    try:
+        return {"peaks": asdict(harness.peaks())}
+    except Exception as e:  # noqa: BLE001 -- not the kernel's failure: report it and carry on
+        logging.getLogger(__name__).warning(f"measuring this GPU's peaks beside a job failed: {type(e).__name__}: {e}")
+        return {}
+
+
 def worker_main(conn, device: str, backend: str = "gpu") -> None:
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
@@ -102,9 +113,9 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
                            "innocent": True, "harness_error": "the GPU context was already broken"})
                 os._exit(3)
             if op == "evaluate":
-                # a GPU new to the driver (one that joined a cluster) measures its peaks first
-                measured = {"peaks": asdict(harness.peaks())} if msg.get("peaks") else {}
-                payload = {**harness.evaluate(msg, progress), **measured}
+                payload = harness.evaluate(msg, progress)
+                if msg.get("peaks"):  # a GPU new to the driver (it joined a cluster): its peaks, after the job
+                    payload.update(_peaks_beside(harness, progress))
             elif op == "peaks":
                 payload = {"peaks": asdict(harness.peaks())}
             else:

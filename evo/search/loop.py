@@ -272,8 +272,10 @@ class Search:
         return plan
 
     def _fits(self, isl: Island, kernel_id: str) -> bool:
-        """Whether a kernel may be a parent on an island (an island of one family breeds that family)."""
-        return isl.family is None or self.candidates[kernel_id].family in (isl.family, None)
+        """Whether a kernel may be a parent on an island (an island of one family breeds that family,
+        and the families that seed every island: SEED_WHERE_SHORTLISTED)."""
+        family = self.candidates[kernel_id].family
+        return isl.family is None or family in (isl.family, None) or family in SEED_WHERE_SHORTLISTED
 
     def _repair_plan(self, entry: dict) -> Plan | None:
         """A plan that repairs a queued failed child with a repair operator, if one applies."""
@@ -333,12 +335,13 @@ class Search:
             cand = self.candidates.get(kernel_id)
             if cand is not None:
                 tried.setdefault(shape, set()).add(config_key(cand.family, cand.params))
+        num_sms = self.ev.num_sms
         for p in plans:
             if p.operator and not p.operator.startswith("llm:"):
                 mine = tried.setdefault(p.shape, set())
                 self._settle(p, lambda p=p, mine=mine: self.operators[p.operator].apply(
                     p.parents, self.rng, shape=p.shape, info=self._info(p.parents, p.shape), tried=mine,
-                    num_sms=self.ev.num_sms))
+                    num_sms=num_sms))
                 if p.candidate is not None:
                     mine.add(config_key(p.candidate.family, p.candidate.params))
         return futures
