@@ -136,6 +136,29 @@ def evaluation_trace(a: Archive, run_id: int) -> list[dict]:
                            [run_id]))
 
 
+def operator_use(a: Archive, run_id: int) -> dict[str, dict]:
+    """Per operator of a run: evaluations it made, how many were correct, their mean speedup, and how
+    many set a new fastest time on their shape (the shape's first correct evaluation counts)."""
+    best: dict[tuple, float] = {}
+    out: dict[str, dict] = {}
+    for r in a.db.query("select operator, M, N, K, status, time_ms, speedup from evaluations where run_id = ? "
+                        "order by id", [run_id]):
+        use = out.setdefault(r["operator"] or "?", {"uses": 0, "ok": 0, "speedups": [], "new_bests": 0})
+        use["uses"] += 1
+        if r["status"] != "ok" or not r["time_ms"]:
+            continue
+        use["ok"] += 1
+        use["speedups"].append(r["speedup"] or 0.0)
+        shape = (r["M"], r["N"], r["K"])
+        if shape not in best or r["time_ms"] < best[shape]:
+            best[shape] = r["time_ms"]
+            use["new_bests"] += 1
+    for use in out.values():
+        speedups = use.pop("speedups")
+        use["mean_speedup"] = sum(speedups) / len(speedups) if speedups else None
+    return out
+
+
 def elite_history(a: Archive, run_id: int) -> list[dict]:
     """Every improvement of a cell, in order, with the evaluations spent so far."""
     return list(a.db.query("select cell, speedup, evaluations_so_far from elite_history where run_id = ? "

@@ -65,9 +65,11 @@ class MutatorConfig:
     penalty_compile_error: float = -1.0
     penalty_incorrect: float = -1.0
     penalty_crash: float = -2.0
-    # what a child's gain is measured against: "parent" (its parent's speedup at the shape) or "best"
-    # (the better of that and the shape's best so far: credit only for children that move the shape)
-    reward_against: str = "parent"
+    evaluation_cost: float = 0.02  # the reward of a correct child without a gain beyond noise is minus this
+    penalty_duplicate: float = -0.01  # a child measured before (no evaluation spent)
+    # what a child's gain is measured against: "best" (the better of its parent's speedup at the shape
+    # and the shape's best so far: credit only for children that move the shape) or "parent"
+    reward_against: str = "best"
 
 
 @dataclass
@@ -235,6 +237,7 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _choice("mutator.policy", c.mutator.policy, ("reinforce", "uniform"))
     _choice("mutator.reward_against", c.mutator.reward_against, ("parent", "best"))
     _at_least("mutator.learning_rate", c.mutator.learning_rate, 0)
+    _at_least("mutator.evaluation_cost", c.mutator.evaluation_cost, 0)
     if not 0 <= c.mutator.baseline_decay < 1:
         raise ConfigError(f"mutator.baseline_decay={c.mutator.baseline_decay}: must be in [0, 1)")
     if not 0 <= c.mutator.min_probability < 1:

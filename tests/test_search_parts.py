@@ -1,5 +1,6 @@
 """The search's parts: the shape bandit, the repair queue, the shared operator policy, compile
 options, and variation that never touches the process-global `random`."""
+import math
 import random
 import re
 
@@ -237,3 +238,15 @@ def test_reward_against_best_credits_only_children_that_move_the_shape():
     against = lambda what: Search._reference(SimpleNamespace(c=SimpleNamespace(mutator=SimpleNamespace(  # noqa: E731
         reward_against=what))), plan)
     assert against("parent") == 0.5 and against("best") == 0.9
+
+
+def test_a_wasted_evaluation_costs_more_than_a_duplicate_and_a_gain_beyond_noise_is_credited():
+    from evo.config import MutatorConfig
+    from evo.core.records import Status
+    from evo.mutators.rewards import reward
+    cfg = MutatorConfig()
+    wasted = reward(Status.OK, 0.50, 0.80, cfg)  # worse than its parent: it only spent an evaluation
+    noise = reward(Status.OK, 0.805, 0.80, cfg)  # within the timing noise: no credit either
+    gain = reward(Status.OK, 0.88, 0.80, cfg)
+    assert wasted == noise == -cfg.evaluation_cost < reward(Status.OK, 0.5, 0.8, cfg, duplicate=True) < 0 < gain
+    assert abs(gain - math.log(1.1)) < 1e-9

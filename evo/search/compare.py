@@ -31,7 +31,7 @@ from tabulate import tabulate
 
 from evo.archive import Archive
 from evo.archive.elites import elites
-from evo.archive.queries import evaluation_trace
+from evo.archive.queries import evaluation_trace, operator_use
 from evo.config import EvoConfig, as_dict
 from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import Shape, build_shape_set
@@ -55,6 +55,7 @@ class ArmRun:
     speedup: dict[Shape, float] = field(default_factory=dict)
     to_95: dict[Shape, int] = field(default_factory=dict)  # evaluations on the shape to 95% of its final best
     evaluations: int = 0
+    operators: dict[str, dict] = field(default_factory=dict)  # per operator: uses, new shape bests, ...
 
 
 def archive_path(out: str | Path, arm: str, seed: int) -> Path:
@@ -115,6 +116,7 @@ def read_arm(path: Path, arm: str, seed: int) -> ArmRun:
             shape = Shape(row["M"], row["N"], row["K"])
             r.best_ms[shape], r.speedup[shape] = row["time_ms"], row["speedup"]
         trace = evaluation_trace(a, run["id"])
+        r.operators = operator_use(a, run["id"])
     finally:
         a.close()
     r.evaluations = len(trace)
@@ -168,8 +170,25 @@ def comparison(runs: list[ArmRun], shapes: list[Shape]) -> dict:
                                "geomean_vs_shortlist": [g for g in geo_ratio if g],
                                "geomean_speedup_vs_shortlist": [g for g in geo_by_speedup if g],
                                "geomean_vs_library": [g for g in geo_speedup if g],
-                               "mean_evaluations_to_95": to95, "evaluations": [r.evaluations for r in mine]}
+                               "mean_evaluations_to_95": to95, "evaluations": [r.evaluations for r in mine],
+                               "operators": _operators_over_seeds(mine)}
     return result
+
+
+def _operators_over_seeds(runs: list[ArmRun]) -> dict[str, dict]:
+    """Per operator, summed over an arm's seeds: uses, new shape bests, and the mean speedup of its
+    correct children (weighted by their count)."""
+    out: dict[str, dict] = {}
+    for r in runs:
+        for op, use in r.operators.items():
+            tot = out.setdefault(op, {"uses": 0, "ok": 0, "new_bests": 0, "speedup_sum": 0.0})
+            tot["uses"] += use["uses"]
+            tot["ok"] += use["ok"]
+            tot["new_bests"] += use["new_bests"]
+            tot["speedup_sum"] += (use["mean_speedup"] or 0.0) * use["ok"]
+    for tot in out.values():
+        tot["mean_speedup"] = tot.pop("speedup_sum") / tot["ok"] if tot["ok"] else None
+    return out
 
 
 def format_comparison(result: dict) -> str:
@@ -186,9 +205,22 @@ def format_comparison(result: dict) -> str:
                 + ["" for _ in arms])
     to95 = [[a, f"{statistics.mean(v):.1f}" if (v := result["arms"][a]["mean_evaluations_to_95"]) else "-",
              ", ".join(map(str, result["arms"][a]["evaluations"]))] for a in arms]
+    searches = [a for a in arms if a in SEARCHES]
+    ops = sorted({op for a in searches for op in result["arms"][a].get("operators", {})})
+    use_rows = [[op] + [_operator_cell(result["arms"][a].get("operators", {}).get(op)) for a in searches] for op in ops]
+    operators = ("\n\nwhat the searches spent their evaluations on (over seeds): uses, new shape bests, mean speedup "
+                 "of the correct children\n" + tabulate(use_rows, headers=["operator"] + searches, disable_numparse=True)
+                 if use_rows else "")
     return (tabulate(rows, headers=headers, disable_numparse=True, stralign="right")
             + "\n\n" + tabulate(to95, headers=["arm", "evals on a shape to 95% of its best (mean)",
-                                               "evaluations per seed"], disable_numparse=True))
+                                               "evaluations per seed"], disable_numparse=True) + operators)
+
+
+def _operator_cell(use: dict | None) -> str:
+    if not use:
+        return "-"
+    mean = f"{use['mean_speedup']:.2f}x" if use["mean_speedup"] is not None else "-"
+    return f"{use['uses']} / {use['new_bests']} / {mean}"
 
 
 def run_compare(c: EvoConfig, raw=None) -> dict:
