@@ -68,31 +68,18 @@ class Evaluator:
         """Peaks of every GPU of the pool (from the archive, else measured on that GPU); also for
         GPUs that joined a cluster after the start."""
         infos = self.pool.infos  # first: on a cluster, this learns the workers that joined
-        devices = self.pool.devices
-        missing = []
-        for device, info in zip(devices, infos):
-            if info.key in self._peaks:
-                continue
-            cached = stored.peaks(self.archive, info.key, self.backend) if self.archive else None
-            if cached:
-                self._peaks[info.key] = cached
-            else:
-                missing.append(device)
+        missing = [device for device, info in zip(self.pool.devices, infos) if not self._has_peaks(info.key)]
         if not missing:
             return
         if self.cfg.backend == "simulated":
             log.info(f"SIMULATED peaks of {len(missing)} test-double device(s) (modelled, not measured)")
         else:
             log.info(f"measuring the peak rate and bandwidth of {len(missing)} GPU(s)")
-        by_key = {info.key: info for info in infos}
         for device, reply in self.pool.call_each({"op": "peaks"}, missing).items():
             if "peaks" not in reply:
                 raise GpuUnavailable(f"measuring the peaks of GPU {device} failed: {reply.get('harness_error')}\n"
                                      f"{reply.get('trace', '')}")
-            peaks, gpu = Peaks(**reply["peaks"]), reply["gpu"]
-            self._peaks[gpu] = peaks
-            if self.archive and gpu in by_key:
-                stored.put_peaks(self.archive, gpu, self.backend, peaks, by_key[gpu])
+            self._keep_peaks(reply, infos)
 
     def _has_peaks(self, gpu: str) -> bool:
         """Whether this GPU's peaks are known (measured, or stored in the archive: then loaded)."""
@@ -105,13 +92,17 @@ class Evaluator:
     def _take_peaks(self, reply: dict) -> None:
         """Peaks measured beside a job (asked for by on_gpu for a GPU that joined after the start):
         kept, so that no separate call has to wait behind the job already queued on that GPU."""
-        gpu = reply.get("gpu")
-        if "peaks" not in reply or not gpu or gpu in self._peaks:
-            return
-        self._peaks[gpu] = Peaks(**reply["peaks"])
-        info = next((i for i in self.pool.infos if i.key == gpu), None)
+        if "peaks" in reply and reply.get("gpu") and reply["gpu"] not in self._peaks:
+            self._keep_peaks(reply, self.pool.infos)
+
+    def _keep_peaks(self, reply: dict, infos: list[DeviceInfo]) -> None:
+        """A reply's measured peaks, kept for its GPU and stored in the archive (when that GPU's
+        DeviceInfo is among `infos`)."""
+        peaks, gpu = Peaks(**reply["peaks"]), reply["gpu"]
+        self._peaks[gpu] = peaks
+        info = next((i for i in infos if i.key == gpu), None)
         if self.archive and info is not None:
-            stored.put_peaks(self.archive, gpu, self.backend, self._peaks[gpu], info)
+            stored.put_peaks(self.archive, gpu, self.backend, peaks, info)
 
     def peaks(self, gpu: str) -> Peaks:
         """The measured peak rate and bandwidth of one GPU (by its DeviceInfo.key)."""
