@@ -23,7 +23,8 @@ SEEDS=${SEEDS:-3}
 ARMS=${ARMS:-[search,shortlist,random_tc,uniform]}
 LIMIT_S=${LIMIT_S:-510}
 OUT=${OUT:-/tmp/out}
-export EVO_CACHE_DIR=${EVO_CACHE_DIR:-/tmp/evo-cache} PYTHONUNBUFFERED=1
+# PYTHONSAFEPATH: `python3 -m evo` run from the checkout must import the installed evo, not the checkout's evo/ folder
+export EVO_CACHE_DIR=${EVO_CACHE_DIR:-/tmp/evo-cache} PYTHONUNBUFFERED=1 PYTHONSAFEPATH=1
 DIR=$OUT/compare$BUDGET
 KEPT=benchmarks/search/compare${BUDGET}_h200
 mkdir -p "$DIR"
