@@ -187,6 +187,19 @@ def throttling(a: Archive, run_id: int) -> dict:
             "library": library, "library_throttled": lib[0], "library_clock_mhz": lib[1]}
 
 
+def correct_timings(a: Archive) -> list[dict]:
+    """Every kernel's best correct time on each shape and GPU, with its source and family and the GPU's
+    measured peaks (what a cost model is fit to): M, N, K, gpu, time_ms, kernel_id, source, family,
+    peak_tflops, bandwidth_gbs (None where the archive has no peaks for that GPU)."""
+    return list(a.db.query("""
+            select e.M, e.N, e.K, e.gpu, min(e.time_ms) as time_ms, k.id as kernel_id, k.source, k.family,
+                   p.peak_tflops, p.bandwidth_gbs
+            from evaluations e join kernels k on k.id = e.kernel_id
+            left join device_peaks p on p.gpu = e.gpu and p.backend = e.backend
+            where e.status = 'ok' and e.time_ms > 0 group by e.M, e.N, e.K, e.gpu, k.id
+            order by e.M, e.N, e.K, k.id"""))
+
+
 def _has(a: Archive, table: str, column: str) -> bool:
     """Whether the file has this column (an archive read without upgrading may predate it)."""
     return any(row[1] == column for row in a.db.execute(f"pragma table_info([{table}])"))

@@ -41,6 +41,11 @@ class SearchConfig:
     repair_share: float = 0.25  # at most this share of a generation's children repair failed children
     screen_factor: int = 1  # k > 1: make k times the children, the cost model picks the 1/k to evaluate
     screen_explore: float = 0.25  # share of the screened-in children drawn at random instead
+    # start the cost model from its prior (a fit to past H200 sweeps, evo/search/cost_prior.json): it then
+    # orders the seeds and next_pick/change_family's shortlist picks from the first generation.
+    # auto: on a GPU (not on the simulated backend, whose times are not the H200's); on; off
+    cost_prior: str = "auto"
+    seed_pool: int = 12  # shortlist picks per shape and family the cost model chooses the seeds among
     progress: bool = True
 
 
@@ -154,7 +159,7 @@ class CompareConfig:
 
 
 #: the arms `evo compare` knows (evo.search.compare implements exactly these)
-COMPARE_ARMS = ("search", "shortlist", "random_tc", "uniform", "screened")
+COMPARE_ARMS = ("search", "shortlist", "random_tc", "uniform", "screened", "no_prior")
 
 
 @dataclass
@@ -222,6 +227,9 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _at_least("search.transfer_every", c.search.transfer_every, 0)
     _at_least("search.shapes_per_child", c.search.shapes_per_child, 1)
     _at_least("search.seeds_per_shape", c.search.seeds_per_shape, 1)
+    _at_least("search.seed_pool", c.search.seed_pool, 1)
+    if c.search.cost_prior not in ("auto", "on", "off"):
+        raise ConfigError(f"search.cost_prior={c.search.cost_prior!r}: must be auto, on or off")
     _at_least("search.screen_factor", c.search.screen_factor, 1)
     if not 0 <= c.search.screen_explore <= 1:
         raise ConfigError(f"search.screen_explore={c.search.screen_explore}: must be in [0, 1]")

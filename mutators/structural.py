@@ -14,12 +14,18 @@ options keeps them, so they behave as extra genes.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from evo.core.compile_options import OPTIONS, OptionError, can_set_minblocks, options_of, with_options
 from evo.core.errors import EvoError
 from evo.core.kernel import Candidate
 from evo.families import FAMILIES, Family
+
+# the search's cost model as the operators see it: predicted log time of each (candidate, shape),
+# or None when it cannot rank yet
+Predict = Callable[[list[tuple[Candidate, object]]], "list[float] | None"]
+OPEN_POOL = 12  # untried shortlist picks the cost model chooses among (it was fit on picks of that depth)
 
 
 def encode(family: Family, params: dict) -> list[int]:
@@ -99,7 +105,8 @@ class StructuralOperator:
         if self.name == "revert_gene":
             return _revert_gene(first, parents[1], rng)
         if self.name == "next_pick":
-            return _next_pick(first, context.get("shape"), context.get("tried"), context.get("num_sms", 132))
+            return _next_pick(first, context.get("shape"), context.get("tried"), context.get("num_sms", 132),
+                              context.get("predict"))
         family = FAMILIES.get(first.family or "") or FAMILIES["hopper"]
         params = first.params if family.valid(first.params) else family.default
         if self.name == "mutate_one":  # one parameter to a neighbouring value
@@ -117,7 +124,7 @@ class StructuralOperator:
                                                          rng, indpb=0.5))
         elif self.name == "change_family":  # jump to another family: its best untried pick, else a random one
             family, child = _other_family(family.name, context.get("shape"), context.get("tried", ()), rng,
-                                          context.get("num_sms", 132))
+                                          context.get("num_sms", 132), context.get("predict"))
         else:
             raise ValueError(f"unknown structural operator {self.name!r}")
         child = family.repair(child, rng)
@@ -125,17 +132,20 @@ class StructuralOperator:
         return made if self.name == "change_family" else carry_options(first, made)
 
 
-def _next_pick(parent: Candidate, shape, tried=None, num_sms: int = 132) -> Candidate | None:
+def _next_pick(parent: Candidate, shape, tried=None, num_sms: int = 132, predict: Predict | None = None
+               ) -> Candidate | None:
     """The best-ranked pick of the parent's family shortlist for the shape that is not in `tried`
     (the configurations already measured or made on that shape, as `config_key`s) and supports the
     shape, else (no `tried` given) the pick ranked after the parent's configuration: the shortlist
-    walked where the search finds it pays, never re-proposing a pick the shape has already had."""
+    walked where the search finds it pays, never re-proposing a pick the shape has already had.
+    With `predict` (the search's cost model, once it can rank): the predicted fastest of the first
+    OPEN_POOL such picks instead of the first."""
     family = FAMILIES[parent.family or ""]
     if shape is None:
         return None
     picks = family.suggest(shape.M, shape.N, shape.K, num_sms=num_sms, limit=64)
     rank = picks.index(parent.params) + 1 if parent.params in picks else 0
-    pick = (_first_open(family, picks, shape, tried, num_sms) if tried is not None else
+    pick = (_first_open(family, picks, shape, tried, num_sms, predict) if tried is not None else
             picks[rank] if rank < len(picks) else None)
     if pick is None:
         return None
@@ -143,21 +153,33 @@ def _next_pick(parent: Candidate, shape, tried=None, num_sms: int = 132) -> Cand
     return carry_options(parent, made)
 
 
-def _first_open(family: Family, picks: list[dict], shape, tried, num_sms: int) -> dict | None:
+def _first_open(family: Family, picks: list[dict], shape, tried, num_sms: int, predict: Predict | None = None
+                ) -> dict | None:
     """The first of `picks` not in `tried` whose kernel supports the shape (a family's shortlist can
-    end with its default configuration, which may not: proposing it would only be refused again)."""
+    end with its default configuration, which may not: proposing it would only be refused again);
+    with `predict`, the predicted fastest of the first OPEN_POOL of them."""
+    found: list[tuple[dict, Candidate]] = []
     for p in picks:
         if config_key(family.name, p) in tried:
             continue
         try:
-            if family.candidate(p).declaration.supports(shape, num_sms=num_sms):
-                return p
+            cand = family.candidate(p)
+            if cand.declaration.supports(shape, num_sms=num_sms):
+                found.append((p, cand))
         except EvoError:  # a declaration that cannot be read: not a pick to propose
             continue
-    return None
+        if predict is None or len(found) >= OPEN_POOL:
+            break
+    if not found:
+        return None
+    predicted = predict([(c, shape) for _, c in found]) if predict is not None else None
+    if predicted is None:
+        return found[0][0]
+    return found[min(range(len(found)), key=lambda i: (predicted[i], i))][0]
 
 
-def _other_family(current: str, shape, tried, rng: random.Random, num_sms: int = 132) -> tuple[Family, dict]:
+def _other_family(current: str, shape, tried, rng: random.Random, num_sms: int = 132,
+                  predict: Predict | None = None) -> tuple[Family, dict]:
     """Another family and a configuration of it. With a target shape: a tensor-core family whose
     shortlist covers the shape, and its best-ranked supported pick the shape has not had (on the
     H200 the random configurations this operator used to make averaged 0.2x the library, a quarter
@@ -167,7 +189,7 @@ def _other_family(current: str, shape, tried, rng: random.Random, num_sms: int =
         options = []
         for name in sorted(n for n in FAMILIES if n not in (current, "simt")):
             pick = _first_open(FAMILIES[name], FAMILIES[name].suggest(shape.M, shape.N, shape.K, num_sms=num_sms, limit=64),
-                               shape, tried, num_sms)
+                               shape, tried, num_sms, predict)
             if pick is not None:
                 options.append((FAMILIES[name], pick))
         if options:

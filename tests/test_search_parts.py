@@ -229,6 +229,92 @@ def test_change_family_jumps_to_another_familys_best_untried_pick_for_the_shape(
     assert fallback.family != "hopper"  # nothing untried left: a random configuration of another family
 
 
+def test_with_the_cost_model_next_pick_and_change_family_take_its_predicted_fastest_open_pick():
+    from evo.mutators.structural import OPEN_POOL, config_key
+    fam, shape = FAMILIES["hopper"], Shape(333, 4096, 14336)
+    picks = fam.suggest(shape.M, shape.N, shape.K, limit=64)
+    parent = fam.candidate(picks[0])
+    order = {config_key("hopper", p): i for i, p in enumerate(picks)}
+    # a model that prefers the shortlist's later picks: the open pick it chooses is the last of the pool
+    backwards = lambda pairs: [-order.get(config_key(c.family, c.params), 0) for c, _ in pairs]  # noqa: E731
+    tried = {config_key("hopper", picks[0])}
+    child = OPERATORS["next_pick"].apply([parent], random.Random(0), shape=shape, tried=tried, predict=backwards)
+    assert child.params == picks[OPEN_POOL]  # picks[1..OPEN_POOL] were the pool
+    assert OPERATORS["next_pick"].apply([parent], random.Random(0), shape=shape, tried=tried,
+                                        predict=lambda pairs: None).params == picks[1]  # cannot rank yet: first open
+    ampere = FAMILIES["ampere"].suggest(shape.M, shape.N, shape.K, limit=64)
+    order.update({config_key("ampere", p): i for i, p in enumerate(ampere)})
+    jumped = OPERATORS["change_family"].apply([parent], random.Random(0), shape=shape, tried=set(), predict=backwards)
+    assert jumped.family == "ampere" and jumped.params == ampere[min(OPEN_POOL, len(ampere)) - 1]
+
+
+def test_the_cost_models_prior_ranks_before_any_measurement_and_yields_to_measurements():
+    import numpy as np
+
+    from evo.search.cost_model import CostModel, Prior, features
+    data = _simulated_measurements(300, seed=1)
+    fitted = CostModel()
+    for cand, shape, y in data[:200]:
+        fitted.add(f"{cand.id}|{shape}", features(cand, shape), y)
+    fitted.fit()
+    prior = Prior("test", fitted._mu, fitted._sd, fitted._w, 200)
+    fresh = CostModel(prior=prior)
+    held = [features(c, s) for c, s, _ in data[200:]]
+    assert fresh.ready and not CostModel().ready
+    assert np.allclose(fresh.predict(held), fitted.predict(held))  # no rows: the prior's predictions
+    # a prior that is wrong (every weight flipped) is overruled by enough measurements
+    wrong = CostModel(prior=Prior("test", fitted._mu, fitted._sd, -fitted._w, 200))
+    for cand, shape, y in data[:200]:
+        wrong.add(f"{cand.id}|{shape}", features(cand, shape), y)
+    from evo.search.cost_model import spearman
+    truth = [y for _, _, y in data[200:]]
+    assert spearman(wrong.predict(held), truth) > 0.6 > spearman(CostModel(prior=wrong.prior).predict(held), truth)
+
+
+def test_the_shipped_prior_loads_and_a_prior_of_other_features_is_refused(tmp_path, caplog):
+    import json
+
+    from evo.search import cost_prior
+    shipped = cost_prior.load()
+    assert shipped is not None and shipped.gpu == "NVIDIA H200" and shipped.rows > 1000
+    d = json.loads(cost_prior.PRIOR_PATH.read_text())
+    d["mu"], d["sd"] = d["mu"][:-1], d["sd"][:-1]
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    assert cost_prior.load(tmp_path / "old.json") is None and "rebuild it" in caplog.text
+
+
+def test_a_prior_is_built_from_an_archive_without_its_held_out_shapes(tmp_path, compile_cache):
+    from evo.cli.hydra_app import compose as compose_
+    from evo.search.cost_prior import build, load, rows_from_archive, save
+    from evo.search.sweep import run_sweep
+    c, raw = compose_(["evaluator=simulated", "shapes=inline", "shapes.list=[77x4096x4096,1024x1024x1024]",
+                       "sweep.budget=8", "search.progress=false", f"archive.path={tmp_path / 'a.sqlite'}"])
+    run_sweep(c, raw)
+    rows = rows_from_archive(tmp_path / "a.sqlite")
+    assert {s for _, _, s, _ in rows} == {Shape(77, 4096, 4096), Shape(1024, 1024, 1024)}
+    held = frozenset({Shape(77, 4096, 4096)})
+    assert {s for _, _, s, _ in rows_from_archive(tmp_path / "a.sqlite", exclude=held)} == {Shape(1024, 1024, 1024)}
+    prior = build([tmp_path / "a.sqlite"], exclude=held, gpu="simulated")
+    save(prior, tmp_path / "p.json", sources=["a.sqlite"], exclude=["77x4096x4096"])
+    again = load(tmp_path / "p.json")
+    assert again is not None and again.rows == prior.rows == len(rows) - sum(s in held for _, _, s, _ in rows)
+
+
+def test_a_search_with_the_prior_seeds_the_models_choice_of_each_shortlist(tmp_path, compile_cache):
+    from evo.search.loop import Search  # noqa: F401  (the seeds are read back from the archive)
+    shapes = "[77x4096x4096,1024x1024x1024]"
+    seeds = {}
+    for prior in ("on", "off"):
+        c, raw = compose(["evaluator=simulated", "shapes=inline", f"shapes.list={shapes}", "llm=none",
+                          "search.progress=false", "search.max_evaluations=12", "islands.n=2", "search.seeds_per_shape=1",
+                          f"search.cost_prior={prior}", f"archive.path={tmp_path / (prior + '.sqlite')}"])
+        result = run_search(c, raw)
+        a = Archive.open(result.archive)
+        seeds[prior] = {(r["M"], r["N"], r["K"], r["kernel_id"]) for r in a.db.query(
+            "select M, N, K, kernel_id from evaluations where generation = 0")}
+    assert seeds["on"] and seeds["off"] and seeds["on"] != seeds["off"]
+
+
 def test_reward_against_best_credits_only_children_that_move_the_shape():
     from types import SimpleNamespace
 

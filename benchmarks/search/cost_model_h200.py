@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import math
 import random
-import sqlite3
 import statistics
-from dataclasses import dataclass
 from pathlib import Path
 
-from evo.core.records import Peaks, Resources
 from evo.core.shapes import Shape
 from evo.search.cost_model import CostModel, features, spearman
+from evo.search.cost_prior import ArchivedKernel, fit_rows, rows_from_archive
 
 HERE = Path(__file__).resolve().parents[1] / "archives"
 GRID = HERE / "sweep_shortlist_grid125_h200_v5.sqlite"
@@ -35,42 +33,16 @@ OTHERS = {"llm_layers shortlist": HERE / "sweep_shortlist_llm_layers_h200.sqlite
           "random sweep, 2 gap shapes": HERE / "random_gap_shapes_h200.sqlite"}
 
 
-@dataclass(frozen=True)
-class Measured:
-    source: str
-    family: str
-    kernel_id: str
-
-
-def load(path: Path) -> dict[Shape, list[tuple[Measured, float, Resources | None]]]:
-    """Per shape: (kernel, best measured time in ms, ptxas resources if recorded), correct runs only."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    tflops, gbs = db.execute("select peak_tflops, bandwidth_gbs from device_peaks limit 1").fetchone()
-    global PEAKS
-    PEAKS = Peaks(tflops, gbs)
-    rows = db.execute("""select e.M, e.N, e.K, min(e.time_ms), k.id, k.source, k.family from evaluations e
-                         join kernels k on k.id = e.kernel_id
-                         where e.status = 'ok' and e.time_ms > 0 group by e.M, e.N, e.K, k.id""").fetchall()
+def load(path: Path) -> dict[Shape, list[tuple[ArchivedKernel, float]]]:
+    """Per shape: (kernel, log(time / roofline floor)) of its correct evaluations."""
     out: dict[Shape, list] = {}
-    for m, n, k, t, kid, src, fam in rows:
-        out.setdefault(Shape(m, n, k), []).append((Measured(src, fam, kid), t, None))
+    for _, kernel, shape, y in rows_from_archive(path):
+        out.setdefault(shape, []).append((kernel, y))
     return out
 
 
-PEAKS: Peaks
-
-
-def target(shape: Shape, t: float) -> float:
-    return math.log(t / PEAKS.floor_ms(shape.flops, shape.min_bytes))
-
-
 def fit(data: dict[Shape, list]) -> CostModel:
-    model = CostModel()
-    for shape, rows in data.items():
-        for cand, t, res in rows:
-            model.add(f"{cand.kernel_id}|{shape}", features(cand, shape, res), target(shape, t))
-    model.fit()
-    return model
+    return fit_rows([(f"{k.id}|{s}", k, s, y) for s, rows in data.items() for k, y in rows])
 
 
 def score(model: CostModel, data: dict[Shape, list], rng: random.Random) -> dict:
@@ -78,8 +50,8 @@ def score(model: CostModel, data: dict[Shape, list], rng: random.Random) -> dict
     for shape, rows in data.items():
         if len(rows) < 6:
             continue
-        times = [t for _, t, _ in rows]
-        pred = model.predict([features(c, shape, r) for c, _, r in rows])
+        times = [math.exp(y) for _, y in rows]  # time over the shape's floor: the same order as time
+        pred = model.predict([features(c, shape) for c, _ in rows])
         rhos.append(spearman(pred, times))
         best = min(times)
         order = sorted(range(len(rows)), key=lambda i: pred[i])

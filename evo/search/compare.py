@@ -9,6 +9,9 @@ own archive under `compare.out` (so GPU outputs can be kept, and a stopped compa
     random_tc  a seeded random sweep of the tensor-core families         random_tc.seed{n}.sqlite
     screened   the search with the cost model screening children         screened.seed{n}.sqlite
                (search.screen_factor=3; not in the default arms)
+    no_prior   the search without the cost model's prior                 no_prior.seed{n}.sqlite
+               (search.cost_prior=off: seeds and picks in the shortlist's
+               heuristic order; not in the default arms)
 
 The table gives, per shape and arm, the per-shape best time's ratio to the shortlist sweep's
 (shortlist time / arm time: > 1 is faster than the shortlist) and the speedup over the best library,
@@ -39,9 +42,9 @@ from evo.core.summary import geomean
 
 log = logging.getLogger(__name__)
 
-SEEDED = ("search", "uniform", "random_tc", "screened")
-SEARCHES = ("search", "uniform", "screened")
-ORDER = ("search", "screened", "uniform", "random_tc", "shortlist")
+SEEDED = ("search", "uniform", "random_tc", "screened", "no_prior")
+SEARCHES = ("search", "uniform", "screened", "no_prior")
+ORDER = ("search", "screened", "no_prior", "uniform", "random_tc", "shortlist")
 REFERENCE = "shortlist"
 TENSOR_CORE = ["ampere", "hopper"]
 
@@ -73,6 +76,8 @@ def arm_config(c: EvoConfig, arm: str, seed: int) -> EvoConfig:
     a.mutator.policy = "uniform" if arm == "uniform" else c.mutator.policy
     if arm == "screened":
         a.search.screen_factor = max(3, c.search.screen_factor)
+    if arm == "no_prior":
+        a.search.cost_prior = "off"
     a.sweep.budget = c.compare.budget
     a.sweep.sample = "shortlist" if arm == "shortlist" else "random"
     a.family = None

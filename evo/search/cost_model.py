@@ -5,7 +5,9 @@ what an LLM edit keeps of them), the family, the shape, the tile effects the gen
 shape (padding, wave quantization, k-steps per CTA) and, when given, the ptxas resource report
 (registers, spills). The target is log(time / roofline floor), so all shapes share one model.
 The fit is ridge regression (numpy least squares on standardized features), refit from every
-correct measurement so far; `rank` orders candidate children by predicted time.
+correct measurement so far, pulled towards a prior fit to past measurements when one is given
+(cost_prior.py: the search then ranks before measuring anything); `predict` gives predicted log
+time over the floor, by which the search orders seeds, shortlist picks and children.
 
 `screen` keeps the predicted best of many children and, for exploration, a share drawn at random
 from the rest, so the GPU evaluates the promising few and the model still sees where it is wrong.
@@ -28,7 +30,11 @@ DEFINES = ("BM", "BN", "BK", "WM", "WN", "STAGES", "SPLIT_K", "GROUP_M", "CONSUM
 FAMILIES = ("hopper", "ampere", "simt")
 _DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\d+)\b", re.M)
 NUM_SMS = 132
-MIN_ROWS = 12  # measurements before the model ranks anything (before: no screening)
+MIN_ROWS = 12  # measurements before the model ranks anything, without a prior (before: no screening)
+# how hard the fit is pulled towards the prior's weights (a ridge penalty on the distance, in
+# standardized units): chosen on the H200 archives (benchmarks/search/cost_model_h200.py), where a
+# fit on a few dozen of a run's own measurements plus the prior ranked held-out shapes best near it
+PRIOR_STRENGTH = 10.0
 
 
 def features(cand: Candidate, shape: Shape, resources: Resources | None = None, *, num_sms: int = NUM_SMS) -> list[float]:
@@ -51,10 +57,26 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
     return row
 
 
+@dataclass(frozen=True)
+class Prior:
+    """A fit to past measurements (built and shipped by cost_prior.py)."""
+    gpu: str
+    mu: np.ndarray
+    sd: np.ndarray
+    w: np.ndarray  # standardized features, then the intercept
+    rows: int
+
+    @property
+    def n_features(self) -> int:
+        return len(self.mu)
+
+
 @dataclass
 class CostModel:
     ridge: float = 1.0
     rows: list[tuple[str, list[float], float]] = field(default_factory=list)  # (key, features, target)
+    prior: Prior | None = None  # a fit to past measurements (cost_prior.py): ranks before any row
+    prior_strength: float = PRIOR_STRENGTH
     _w: np.ndarray | None = None
     _mu: np.ndarray | None = None
     _sd: np.ndarray | None = None
@@ -65,12 +87,19 @@ class CostModel:
 
     @property
     def ready(self) -> bool:
-        return len(self.rows) >= MIN_ROWS
+        return self.prior is not None or len(self.rows) >= MIN_ROWS
 
     def fit(self) -> None:
         rows = sorted(self.rows, key=lambda r: r[0])  # the same fit whatever order measurements arrived in
-        X = np.array([r[1] for r in rows], dtype=float)
         y = np.array([r[2] for r in rows], dtype=float)
+        if self.prior is not None:  # the prior's scale, and a pull towards its weights
+            X = np.array([r[1] for r in rows], dtype=float).reshape(len(rows), self.prior.n_features)
+            self._mu, self._sd = self.prior.mu, self.prior.sd
+            Z = np.hstack([(X - self._mu) / self._sd, np.ones((len(X), 1))])
+            reg = self.prior_strength * np.eye(len(self.prior.w))
+            self._w = np.linalg.solve(Z.T @ Z + reg, Z.T @ y + reg @ self.prior.w)
+            return
+        X = np.array([r[1] for r in rows], dtype=float)
         self._mu, self._sd = X.mean(axis=0), X.std(axis=0) + 1e-9
         Z = np.hstack([(X - self._mu) / self._sd, np.ones((len(X), 1))])
         reg = self.ridge * np.eye(Z.shape[1])

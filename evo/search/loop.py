@@ -44,7 +44,7 @@ from evo.mutators.policy import OperatorPolicy
 from evo.mutators.rewards import reward
 from evo.mutators.structural import OPERATORS, config_key
 from evo.search.allocation import ShapeAllocator
-from evo.search.cost_model import CostModel, features, screen
+from evo.search.cost_model import CostModel, Prior, features, screen
 from evo.search.overlap import in_background
 from evo.search.state import Plan, SearchState
 from evo.search.sweep import plan as shortlist
@@ -84,7 +84,9 @@ class Search:
         self.rng = random.Random(c.search.seed)
         peaks = evaluator.peaks(evaluator.devices[0].key)
         self.allocator = ShapeAllocator({s: peaks.floor_ms(s.flops, s.min_bytes) for s in self.shapes})
-        self.cost = CostModel()  # refit from every correct measurement (used when search.screen_factor > 1)
+        # refit from every correct measurement; with its prior it ranks from the start (seeds, next_pick,
+        # change_family, and screening when search.screen_factor > 1)
+        self.cost = CostModel(prior=self._prior(evaluator))
         self.best_on: dict[Shape, tuple[float, str, float]] = {}  # shape -> (time, kernel, speedup) of its best
         self.state = SearchState()
         self.known: dict[tuple[str, Shape], Outcome] = {}  # evaluated before this generation
@@ -194,18 +196,41 @@ class Search:
                 self.best_on[shape] = entry
 
     # ---- seeds ---------------------------------------------------------------------------
+    def _prior(self, evaluator: Evaluator) -> Prior | None:
+        wanted = self.c.search.cost_prior
+        if wanted == "off" or (wanted == "auto" and evaluator.backend != "gpu"):
+            return None
+        from evo.search import cost_prior  # here: `python -m evo.search.cost_prior` imports this module first
+        return cost_prior.load()
+
+    def predict(self, pairs: list[tuple[Candidate, Shape]]) -> list[float] | None:
+        """The cost model's predicted log(time / floor) of each (candidate, shape), or None when it
+        cannot rank yet (no prior, too few measurements)."""
+        if not self.cost.ready or not pairs:
+            return None
+        return self.cost.predict([features(c, s, num_sms=self.ev.num_sms) for c, s in pairs])
+
     def _seeds(self) -> list[tuple[Island, Candidate, Shape]]:
         """Every island's shapes, each with the top picks of the shortlists of the island's family
         (or of the tensor-core families) and of SEED_WHERE_SHORTLISTED where they cover it: one pick
-        per shape and family when two would take more than half the budget."""
+        per shape and family when two would take more than half the budget. Where the cost model can
+        rank (its prior), the picks are its predicted best of each shortlist's first
+        `search.seed_pool`, else the shortlist's first."""
         num_sms = self.ev.num_sms
+
+        def best_of(found: list[Candidate], shape: Shape, k: int) -> list[Candidate]:
+            predicted = self.predict([(c, shape) for c in found])
+            if predicted is None:
+                return found[:k]
+            return [found[i] for i in sorted(range(len(found)), key=lambda i: (predicted[i], i))[:k]]
 
         def picks(isl: Island, k: int) -> list[tuple[Island, Candidate, Shape]]:
             out = []
+            pool = max(k, self.c.search.seed_pool) if self.cost.ready else k
             for shape in isl.shapes:
                 for fam in ([isl.family] if isl.family else TENSOR_CORE_FAMILIES) + SEED_WHERE_SHORTLISTED:
-                    found = shortlist([fam], shape, budget=k, sample="shortlist", rng=self.rng, num_sms=num_sms)
-                    out += [(isl, cand, shape) for cand in found]
+                    found = shortlist([fam], shape, budget=pool, sample="shortlist", rng=self.rng, num_sms=num_sms)
+                    out += [(isl, cand, shape) for cand in best_of(found, shape, k)]
                 if not any(s == shape for _, _, s in out):  # no tensor-core family supports it
                     out.append((isl, FAMILIES["simt"].candidate(FAMILIES["simt"].default), shape))
             return out
@@ -341,7 +366,7 @@ class Search:
                 mine = tried.setdefault(p.shape, set())
                 self._settle(p, lambda p=p, mine=mine: self.operators[p.operator].apply(
                     p.parents, self.rng, shape=p.shape, info=self._info(p.parents, p.shape), tried=mine,
-                    num_sms=num_sms))
+                    num_sms=num_sms, predict=self.predict))
                 if p.candidate is not None:
                     mine.add(config_key(p.candidate.family, p.candidate.params))
         return futures
