@@ -50,6 +50,19 @@ def d(export_dir):
     return disp
 
 
+def _captured(fn):
+    """A CUDA graph of fn() (first run on a side stream, as capture needs) and the output it writes."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g), torch.no_grad():
+        y = fn()
+    return g, y
+
+
 def _check(c, a, b):
     from evo.evaluation.tolerance import error_stats, verdict
     assert verdict(error_stats(c.float(), a.float() @ b.float())) is None
@@ -80,14 +93,7 @@ def test_out_variant_and_fallbacks_match_torch(d):
 def test_cuda_graph_capture_replays_on_new_data(d):
     a = torch.randn(50, 1024, dtype=torch.float16, device="cuda")
     b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        d.matmul(a, b)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        c = d.matmul(a, b)
+    g, c = _captured(lambda: d.matmul(a, b))
     for _ in range(3):
         a.copy_(torch.randn_like(a))
         b.copy_(torch.randn_like(b))
@@ -184,14 +190,7 @@ def test_linear_in_a_cuda_graph_replays_on_new_data(d):
     layer = torch.nn.Linear(1024, 1024).half().cuda()
     fast = evo.dispatch.Linear.from_linear(layer, d)
     x = torch.randn(2, 25, 1024, dtype=torch.float16, device="cuda")  # M = 50: the kernel
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s), torch.no_grad():
-        fast(x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g), torch.no_grad():
-        y = fast(x)
+    g, y = _captured(lambda: fast(x))
     for _ in range(3):
         x.copy_(torch.randn_like(x))
         g.replay()
@@ -251,14 +250,7 @@ def test_a_kept_weight_makes_the_torch_path_nn_linears_own_bit_for_bit(d, bias):
 def test_a_kept_weight_is_nn_linears_own_in_a_cuda_graph_and_compiled(d):
     plain, fast = _kept_pair(d, True)
     x = torch.randn(1, 300, 1024, dtype=torch.float16, device="cuda")  # M = 300: above every range, torch
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s), torch.no_grad():
-        fast(x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g), torch.no_grad():
-        y = fast(x)
+    g, y = _captured(lambda: fast(x))
     with torch.no_grad():
         compiled = torch.compile(fast, fullgraph=True)
         for _ in range(2):
