@@ -1,11 +1,12 @@
 """`evo.dispatch.Linear`: nn.Linear's `x @ W.T + bias` on exported kernels, and `patch(model)`.
 
 nn.Linear stores W as [out, in] = [N, K]; the kernels take B row-major [K, N]. Linear stores
-W.T contiguous once, when it is made (the original weight is not kept), so no call transposes.
-A call is one call into C++ (the extension's `linear`, torch.ops.evo.linear under torch.compile):
-it flattens any leading batch dims to M rows, routes, and launches the kernel (then adds the bias
-in place) or runs torch's addmm/mm as nn.Linear does. Where x needs a gradient torch computes it:
-the kernels have no backward. The dispatcher (and its C++ table) is fixed when the layer is made.
+W.T contiguous once, when it is made, so no call transposes, and keeps the original W only where
+its torch path needs it (below). A call is one call into C++ (the extension's `linear`,
+torch.ops.evo.linear under torch.compile): it flattens any leading batch dims to M rows, routes, and
+launches the kernel (then adds the bias in place) or runs torch's addmm/mm as nn.Linear does. Where
+x needs a gradient torch computes it: the kernels have no backward. The dispatcher (and its C++
+table) is fixed when the layer is made.
 
 Never slower, eagerly too: what the torch path (an M no kernel serves) costs beside nn.Linear.
 - Layers that no kernel would serve are not replaced: `patch` keeps an nn.Linear whose (N, K) has no
@@ -17,11 +18,20 @@ Never slower, eagerly too: what the torch path (an M no kernel serves) costs bes
   weight and bias from `_buffers` directly (nn.Module.__getattr__ is a Python call per attribute,
   which nn.Linear pays twice per call). A Python-side check of M against the covered ranges before
   entering C++ was not added: computing M in Python costs more than the C++ routing it would skip.
-- Weight layout: the torch path multiplies by W.T stored [K, N] (cuBLAS NN) where nn.Linear uses W
-  [N, K] (TN). Measured on the H200 (torch 2.11, CUDA 13; M 1-512 of 6144x4096 and 4096x14336): the
-  same nvjet kernels and launch count (split-K + reduce alike), GPU time within noise except M=1 of
-  4096x14336 (NN ~5% slower; a kernel range usually covers small M there). Keeping W [N, K] beside W.T
-  would double the layer's weight memory, so it is not done: W.T is the one copy.
+- Weight layout, decided per (N, K) by measurement: the torch path on W.T [K, N] is cuBLAS NN where
+  nn.Linear's W [N, K] is TN. On the H200 (torch 2.11, CUDA 13) NN was within noise on most shapes
+  but 13% slower at M=65 of 6144x4096 (15.7 vs 13.9 us) and ~5% at M=1 of 4096x14336. So
+  `evo export --verify` times both layouts per (N, K) at the Ms torch serves there (the gaps between
+  the ranges in use and the M above the last; graph-timed, the same noise rule as a kernel against
+  torch) and records `torch_layout` in the table. `fallback_weight` then chooses per layer:
+  'auto' (default) keeps W [N, K] beside W.T where that record says [K, N] is slower beyond noise at
+  some M, so the torch path runs exactly nn.Linear's ops (`addmm(bias, x, W.t())`/`mm(x, W.t())`,
+  bit for bit); 'keep' always does (never slower than nn.Linear by construction); 'drop' never does
+  (least memory). Keeping W costs the layer's weight a second time; `patch` logs which layers do and
+  the bytes, and `memory_report(model)` returns them. An export re-checked before the layout was
+  (no record), or on another GPU, is 'unknown': 'auto' keeps W.T alone and says so (most shapes
+  measured were within noise, and doubling every layer's memory on no evidence is the larger cost;
+  re-run `evo export --verify` to decide, or ask for 'keep').
 """
 from __future__ import annotations
 
