@@ -35,7 +35,7 @@ class Dispatcher:
         self.kernels = {e["file"].removesuffix(".cu"): e for e in manifest["kernels"]}
         self.checked = checked
         self.handle: int | None = None  # the C++ table, built on first use
-        # (matmul(a, b, out, handle), linear(x, w_t, bias, handle)): the extension's entry points once
+        # (matmul(a, b, out, handle), linear(x, w_t, bias, handle, w=None)): the extension's entry points once
         # built (no per-call checks in Python: the C++ code routes, and falls back to torch itself;
         # torch.compile traces the operators instead, see extension.py), else torch's
         self._fns: tuple | None = None
@@ -105,7 +105,7 @@ class Dispatcher:
         return handle
 
     def functions(self) -> tuple:
-        """(matmul(a, b, out, handle), linear(x, w_t, bias, handle)) for `self.handle`: the C++ entry
+        """(matmul(a, b, out, handle), linear(x, w_t, bias, handle, w=None)) for `self.handle`: the C++ entry
         points (built on first call), or torch's where the extension is not available."""
         if self._fns is None:
             if self.build() is None:

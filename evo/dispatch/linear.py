@@ -105,7 +105,7 @@ def patch(model: torch.nn.Module, dispatcher: Dispatcher | None = None, *, fallb
     report = memory_report(model)
     # a second copy, or a layout nobody measured, is worth a warning: the user may want the other mode
     level = logging.WARNING if fallback_weight == "auto" and (report["keep"] or report["unknown"]) else logging.INFO
-    log.log(level, f"evo.dispatch.patch: {report['summary']}")
+    log.log(level, f"evo.dispatch.patch: replaced {len(replaced)} nn.Linear; {report['summary']}")
     return replaced
 
 
@@ -127,10 +127,10 @@ def memory_report(model: torch.nn.Module) -> dict:
 
 
 def _summary(report: dict) -> str:
-    parts = [f"{len(report['keep'])} evo.dispatch.Linear keep W [N, K] beside W.T for the torch path "
-             f"(+{report['extra_bytes'] / 2**20:.1f} MiB{': ' + ', '.join(report['keep']) if report['keep'] else ''}; "
-             f"fallback_weight='drop' saves it, at the torch path's speed on W.T)",
-             f"{len(report['drop'])} keep W.T alone"]
+    keep = report["keep"]
+    why_keep = f": {', '.join(keep)}; fallback_weight='drop' saves it, at the torch path's speed on W.T" if keep else ""
+    parts = [f"{len(keep)} evo.dispatch.Linear keep W [N, K] beside W.T for the torch path "
+             f"(+{report['extra_bytes'] / 2**20:.1f} MiB{why_keep})", f"{len(report['drop'])} keep W.T alone"]
     if report["unknown"]:
         parts.append(f"{len(report['unknown'])} keep W.T alone without knowing which torch layout is faster "
                      f"({report['reasons'][report['unknown'][0]]}; fallback_weight='keep' is never slower)")
