@@ -10,20 +10,24 @@ import pytest
 
 from evo.cli.hydra_app import compose
 from evo.core.dispatch_table import (
+    LAYOUT_POINTS,
     NOISE,
     apply_check,
+    apply_layout_check,
     build_tables,
     check_points,
     faster_beyond_noise,
     find,
+    layout_verdict,
     segments,
     timing_points,
+    torch_points,
 )
-from evo.core.errors import ShapeError
+from evo.core.errors import EvoError, ShapeError
 from evo.core.kernel import parse_declaration
 from evo.core.shapes import Shape, build_shape_set, parse_shapes, range_points
 from evo.dispatch import Dispatcher, extension
-from evo.dispatch.dispatcher import launch_values, tensor_problem
+from evo.dispatch.dispatcher import fallback_choice, launch_values, tensor_problem
 
 DECL = """
 // @evo grid     = cdiv(N, 128), cdiv(M, 64), 1
@@ -245,3 +249,101 @@ def test_serves_only_shapes_with_a_range_in_use_on_this_gpu(tmp_path, monkeypatc
     for rng in d.tables[0]["ranges"]:
         rng["use"] = False
     assert not d.serves(n, k)
+
+
+def test_torch_points_are_the_gaps_between_used_ranges_and_the_m_above():
+    (table,) = build_tables(_cells({16: 1.3, 64: 1.0, 200: 1.5}), num_sms=132)
+    # used: k16 (M 16) and k200 (M 65-200, less every fifth M); torch: 1-15, 17-65, the fifths, 201 up
+    pts = torch_points(table, most=100)
+    assert {1, 8, 15, 17, 41, 65, 201} <= set(pts) and {70, 75, 200} <= set(pts)
+    assert not {16, 66, 199} & set(pts)
+    short = torch_points(table)
+    assert len(short) == LAYOUT_POINTS and short[0] == 1 and short[-1] == 201
+    for rng in table["ranges"]:
+        rng["use"] = False
+    assert torch_points(table) == [1, 100, 200, 201]  # no kernel in use: torch serves 1..200 and above
+
+
+def _layout(table, *, kn, nk, gpu="NVIDIA H200", spread=0.01):
+    points = [{"M": m, "kn_ms": [kn * (1 + spread * i) for i in range(7)], "nk_ms": [nk * (1 + spread * i) for i in range(7)]}
+              for m in torch_points(table)]
+    apply_layout_check(table, {"gpu": gpu, "points": points, "at": "now"})
+
+
+def test_the_layout_check_records_where_the_kn_weight_is_slower_beyond_noise():
+    (table,) = build_tables(_cells({16: 1.3, 64: 1.5}), num_sms=132)
+    assert layout_verdict(table, "NVIDIA H200")[0] is None  # not re-checked yet: unknown
+    _layout(table, kn=1.13, nk=1.0)
+    rec = table["torch_layout"]
+    assert rec["slower_at"] == torch_points(table) and rec["points"][0]["ratio"] == pytest.approx(1.13)
+    slower, why = layout_verdict(table, "NVIDIA H200")
+    assert slower and "slower beyond noise" in why and "1.130x" in why
+    other = layout_verdict(table, "NVIDIA H100")
+    assert other[0] is None and "not on this NVIDIA H100" in other[1]
+    assert layout_verdict(table, None)[0]  # unchecked dispatcher: the record decides alone
+    _layout(table, kn=1.01, nk=1.0)  # within the 2% noise
+    assert table["torch_layout"]["slower_at"] == [] and layout_verdict(table, "NVIDIA H200")[0] is False
+    _layout(table, kn=1.05, nk=1.0, spread=0.1)  # 5% at the median, but the replays overlap
+    assert not table["torch_layout"]["slower_at"]
+
+
+def _layout_export(tmp_path, monkeypatch, *, kn):
+    """An export of (N, K) = (256, 512) whose torch-layout record says [K, N] is `kn` x [N, K]; no extension."""
+    tables = build_tables(_cells({16: 1.3, 64: 1.5}), num_sms=132)
+    if kn is not None:
+        _layout(tables[0], kn=kn, nk=1.0, gpu="NVIDIA H200")
+    folder = tmp_path / f"exp{kn}"
+    folder.mkdir()
+    (folder / "manifest.json").write_text(json.dumps({"format": "evo-export/2", "kernels": [], "tables": tables}))
+    monkeypatch.setattr(extension, "_state", {"module": None, "why": "the evo.dispatch extension could not be built"})
+    return Dispatcher(folder, checked=False)
+
+
+@pytest.mark.parametrize("kn,auto", [(1.13, "keep"), (1.0, "drop"), (None, "unknown")])
+def test_fallback_weight_auto_follows_the_layout_record(tmp_path, monkeypatch, kn, auto):
+    d = _layout_export(tmp_path, monkeypatch, kn=kn)
+    assert fallback_choice("auto", d, 256, 512)[0] == auto
+    assert fallback_choice("keep", d, 256, 512)[0] == "keep" and fallback_choice("drop", d, 256, 512)[0] == "drop"
+    assert fallback_choice("auto", d, 256, 1024) == ("unknown", "no kernel was exported for N=256, K=1024")
+    assert fallback_choice("auto", None, 256, 512)[0] == "unknown"
+    with pytest.raises(EvoError, match="'auto', 'keep', 'drop'"):
+        fallback_choice("both", d, 256, 512)
+
+
+@pytest.mark.parametrize("mode,kn,kept", [("auto", 1.13, True), ("auto", 1.0, False), ("auto", None, False),
+                                          ("keep", 1.0, True), ("drop", 1.13, False)])
+def test_linear_keeps_nn_linears_weight_where_asked_and_its_torch_path_uses_it(tmp_path, monkeypatch, mode, kn, kept):
+    torch = pytest.importorskip("torch")
+    from evo.dispatch import Linear
+    d = _layout_export(tmp_path, monkeypatch, kn=kn)
+    plain = torch.nn.Linear(512, 256, bias=True)
+    layer = Linear.from_linear(plain, d, fallback_weight=mode)
+    assert (layer.weight is not None) == kept and layer.extra_bytes == (256 * 512 * 4 if kept else 0)
+    assert layer.fallback == ("keep" if kept else "drop" if kn is not None or mode == "drop" else "unknown")
+    x = torch.randn(3, 5, 512)
+    with torch.no_grad():
+        ref = plain(x)
+        if kept:  # the torch path multiplies by W [N, K] alone: nn.Linear's own ops, bit for bit
+            layer.weight_t.zero_()
+            assert torch.equal(layer(x), ref)
+        else:
+            torch.testing.assert_close(layer(x), ref)
+            assert "weight" not in layer.state_dict()
+
+
+def test_patch_reports_which_layers_keep_two_copies_and_the_bytes(tmp_path, monkeypatch, caplog):
+    torch = pytest.importorskip("torch")
+    import evo.dispatch
+    d = _layout_export(tmp_path, monkeypatch, kn=1.13)
+    monkeypatch.setattr(Dispatcher, "serves", lambda self, n, k: (n, k) == (256, 512))
+    model = torch.nn.Sequential(torch.nn.Linear(512, 256, bias=False), torch.nn.ReLU(), torch.nn.Linear(256, 512))
+    with caplog.at_level("INFO", logger="evo.dispatch.linear"):
+        assert evo.dispatch.patch(model, d) == ["0"]
+    report = evo.dispatch.memory_report(model)
+    assert report["keep"] == {"0": 256 * 512 * 4} and report["extra_bytes"] == 256 * 512 * 4
+    assert "1 evo.dispatch.Linear keep W [N, K] beside W.T" in caplog.text and "+0.5 MiB: 0;" in caplog.text
+    assert caplog.records[-1].levelname == "WARNING" and "slower beyond noise" in report["reasons"]["0"]
+    assert "fallback_weight='keep' (+524288 bytes)" in repr(model[0])
+    dropped = torch.nn.Sequential(torch.nn.Linear(512, 256, bias=False))
+    evo.dispatch.patch(dropped, d, fallback_weight="drop")
+    assert evo.dispatch.memory_report(dropped)["drop"] == ["0"] and evo.dispatch.memory_report(dropped)["extra_bytes"] == 0

@@ -50,6 +50,19 @@ def d(export_dir):
     return disp
 
 
+def _captured(fn):
+    """A CUDA graph of fn() (first run on a side stream, as capture needs) and the output it writes."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g), torch.no_grad():
+        y = fn()
+    return g, y
+
+
 def _check(c, a, b):
     from evo.evaluation.tolerance import error_stats, verdict
     assert verdict(error_stats(c.float(), a.float() @ b.float())) is None
@@ -80,14 +93,7 @@ def test_out_variant_and_fallbacks_match_torch(d):
 def test_cuda_graph_capture_replays_on_new_data(d):
     a = torch.randn(50, 1024, dtype=torch.float16, device="cuda")
     b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        d.matmul(a, b)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        c = d.matmul(a, b)
+    g, c = _captured(lambda: d.matmul(a, b))
     for _ in range(3):
         a.copy_(torch.randn_like(a))
         b.copy_(torch.randn_like(b))
@@ -124,6 +130,7 @@ def test_linear_falls_back_under_autograd(d):
 def test_verify_re_checks_every_range_on_this_gpu(export_dir, tmp_path):
     import shutil
 
+    from evo.core.dispatch_table import torch_points
     from evo.dispatch import Dispatcher
     from evo.dispatch.verify import verify
     folder = tmp_path / "copy"
@@ -138,6 +145,10 @@ def test_verify_re_checks_every_range_on_this_gpu(export_dir, tmp_path):
             assert [p["M"] for p in check["points"]] == sorted({rng["m_lo"], (rng["m_lo"] + rng["m_hi"]) // 2,
                                                                  rng["m_hi"]})
             assert rng["use"] == all(p["faster"] for p in check["points"])
+        layout = table["torch_layout"]  # the torch path's two weight layouts, at the Ms torch serves
+        assert layout["gpu"] == gpu and [p["M"] for p in layout["points"]] == torch_points(table)
+        assert layout["slower_at"] == [p["M"] for p in layout["points"] if p["slower"]]
+        assert all(len(p["kn_ms"]) == len(p["nk_ms"]) == 5 and p["ratio"] > 0 for p in layout["points"])
     d = Dispatcher(folder)  # checked: uses exactly the ranges the re-check kept
     for table in manifest["tables"]:
         for rng in table["ranges"]:
@@ -179,14 +190,7 @@ def test_linear_in_a_cuda_graph_replays_on_new_data(d):
     layer = torch.nn.Linear(1024, 1024).half().cuda()
     fast = evo.dispatch.Linear.from_linear(layer, d)
     x = torch.randn(2, 25, 1024, dtype=torch.float16, device="cuda")  # M = 50: the kernel
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s), torch.no_grad():
-        fast(x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g), torch.no_grad():
-        y = fast(x)
+    g, y = _captured(lambda: fast(x))
     for _ in range(3):
         x.copy_(torch.randn_like(x))
         g.replay()
@@ -215,3 +219,44 @@ def test_an_input_that_needs_a_gradient_gets_one_through_the_eager_entry_points(
     assert c.requires_grad
     c.float().sum().backward()
     torch.testing.assert_close(a.grad, b.sum(1).expand(64, -1).to(a.grad.dtype), atol=0.5, rtol=2e-2)
+
+
+def _kept_pair(d, bias):
+    """nn.Linear and an evo.dispatch.Linear of it that keeps W [N, K] for its torch path."""
+    import evo.dispatch
+    plain = torch.nn.Linear(1024, 1024, bias=bias).half().cuda()
+    fast = evo.dispatch.Linear.from_linear(plain, d, fallback_weight="keep")
+    assert fast.weight is not None and fast.extra_bytes == 1024 * 1024 * 2
+    return plain, fast
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_kept_weight_makes_the_torch_path_nn_linears_own_bit_for_bit(d, bias):
+    plain, fast = _kept_pair(d, bias)
+    with torch.no_grad():
+        for lead in [(300,), (1, 300), (5,), (2, 3, 50), (2, 25)]:  # M = 300 (also in 3 and 4 dims), 5: torch; 50: kernel
+            x = torch.randn(*lead, 1024, dtype=torch.float16, device="cuda")
+            torch_path = d.explain(x.view(-1, 1024), fast.weight_t).startswith("torch:")
+            if torch_path:
+                assert torch.equal(fast(x), plain(x)) and not _hgemm_launched(lambda x=x: fast(x))
+            else:  # a kernel runs: W.T as before, the kept W is not touched
+                torch.testing.assert_close(fast(x), plain(x), atol=2e-2, rtol=2e-2)
+                assert _hgemm_launched(lambda x=x: fast(x))
+    x = torch.randn(300, 1024, dtype=torch.float16, device="cuda", requires_grad=True)
+    fast(x).float().sum().backward()  # the gradient goes through torch on the kept W
+    assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_a_kept_weight_is_nn_linears_own_in_a_cuda_graph_and_compiled(d):
+    plain, fast = _kept_pair(d, True)
+    x = torch.randn(1, 300, 1024, dtype=torch.float16, device="cuda")  # M = 300: above every range, torch
+    g, y = _captured(lambda: fast(x))
+    with torch.no_grad():
+        compiled = torch.compile(fast, fullgraph=True)
+        for _ in range(2):
+            x.copy_(torch.randn_like(x))
+            g.replay()
+            torch.cuda.synchronize()
+            ref = plain(x)
+            assert torch.equal(y, ref) and torch.equal(compiled(x), ref)
+        assert torch._dynamo.explain(fast)(x).graph_break_count == 0

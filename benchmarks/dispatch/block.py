@@ -13,13 +13,22 @@ range whatever its re-check said (never-slower off), to show what that rule save
 as such and is not what evo.dispatch does. A fourth, `torch-only`, has every Linear of an exported
 (N, K) replaced by evo.dispatch.Linear on a table that uses no kernel (every call takes the torch
 path): its x against plain is the fallback path's own cost, which a model pays where no kernel runs.
-Times are medians of 9 rounds of 50 forwards, the four copies measured in turns; eager columns show
-the min-max over rounds of each copy's x against plain in the same round (a spread that holds 1 is
-noise, not cost).
+Timing, made quiet enough to tell a cost from noise: the process is pinned to one CPU (no
+migrations between cores mid-burst) with Python's garbage collector off, every copy is warmed up,
+then ROUNDS rounds each time every copy for one short burst (BURST forwards, or BURST graph
+replays, from an empty queue), the copies in alternating order (plain, evo, forced, torch-only, then
+backwards) so that drift falls on all alike. Each copy's x against plain is taken per round (plain's
+time / the copy's, same round: a paired ratio), and reported as the median over rounds with a 95%
+bootstrap interval of that median (p25-p75 of the rounds in the JSON). A row whose interval lies
+entirely below 1 is slower beyond noise, and is listed at the end; one whose interval holds 1 is not
+shown to differ from plain.
 Usage (GPU machine): python3 benchmarks/dispatch/block.py EXPORT_DIR [OUT.json]
 """
 import copy
+import gc
 import json
+import os
+import random
 import statistics
 import sys
 
@@ -64,8 +73,24 @@ class Block(torch.nn.Module):
         return x + self.down(F.silu(g) * u)
 
 
-def eager_ms(model, x, iters=50):
-    """Per-forward time of iters eager forwards in a row (host cost included, as a model sees it)."""
+ROUNDS, BURST = 60, 10  # 60 x 4 copies x 10 forwards per case and mode: about 2 s on an H200
+BOOTSTRAP = 2000  # resamples for the median's interval
+
+
+def pin_to_one_cpu():
+    """Pin this process (and the threads it starts later) to one CPU: a thread that migrates between
+    cores mid-burst is one source of the eager spread. EVO_BENCH_CPU picks it; else the first allowed
+    CPU other than 0 (which takes more interrupts)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    cpu = int(os.environ.get("EVO_BENCH_CPU", next((c for c in allowed if c != 0), allowed[0])))
+    os.sched_setaffinity(0, {cpu})
+    return cpu
+
+
+def eager_ms(model, x, iters=BURST):
+    """Per-forward time of a burst of eager forwards from an empty queue (host cost included, as a
+    model sees it)."""
+    torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(iters):
@@ -89,7 +114,8 @@ def capture(model, x):
     return g
 
 
-def graph_ms(g, iters=50):
+def graph_ms(g, iters=BURST):
+    torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(iters):
@@ -99,36 +125,53 @@ def graph_ms(g, iters=50):
     return start.elapsed_time(end) / iters
 
 
-def rounds_of(measure, things, rounds=9):
-    """`rounds` measurements of each thing, taken in turns (plain, evo, forced, torch-only, plain, ...)
-    so that a drift of clocks or temperature during the run falls on all of them alike."""
+def rounds_of(measure, things, rounds=ROUNDS):
+    """`rounds` measurements of each thing, in alternating order (0 1 2 3, 3 2 1 0, ...) so that a
+    drift of clocks or temperature, and the position in a round, fall on all of them alike."""
     times = [[] for _ in things]
-    for _ in range(rounds):
-        for t, thing in zip(times, things):
-            t.append(measure(thing))
+    for r in range(rounds):
+        order = range(len(things)) if r % 2 == 0 else reversed(range(len(things)))
+        for i in order:
+            times[i].append(measure(things[i]))
     return times
 
 
-def ratios(times):
-    """Per copy after the first: (median x, min x, max x) of plain's time / its time, round by round."""
+def _quantile(values, q):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def paired(times):
+    """Per copy after the first: its x against the first (plain) round by round, as {median, ci (95%
+    bootstrap interval of the median), p25_p75, slower (ci entirely below 1)}."""
+    rng = random.Random(0)  # the same resamples every run: the interval is reproducible from the JSON
     out = []
     for t in times[1:]:
         xs = [p / q for p, q in zip(times[0], t)]
-        out.append((statistics.median(times[0]) / statistics.median(t), min(xs), max(xs)))
+        medians = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(BOOTSTRAP))
+        ci = [_quantile(medians, 0.025), _quantile(medians, 0.975)]
+        out.append({"median": statistics.median(xs), "ci": ci, "p25_p75": [_quantile(xs, 0.25), _quantile(xs, 0.75)],
+                    "slower": ci[1] < 1})
     return out
 
 
-def main(folder, out_path=None):
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.manual_seed(0)
-    evo.dispatch.configure(folder)
+def _x(r):
+    return f"{r['median']:.3f} [{r['ci'][0]:.3f}-{r['ci'][1]:.3f}]{'!' if r['slower'] else ' '}"
+
+
+COPIES = ("evo", "forced", "torch-only")  # beside plain, in this order
+LINEARS = ("qkv", "o", "gate_up", "down")
+
+
+def copies(folder):
+    """plain, and the evo, forced and torch-only copies of it (see the module docstring)."""
     plain = Block().half().cuda().eval()
     with torch.no_grad():
         for p in plain.parameters():
             if p.dim() == 2:
                 p.normal_(0, 0.02)
     fast = copy.deepcopy(plain)
-    print("patched:", evo.dispatch.patch(fast))
+    print("patched:", evo.dispatch.patch(fast), "|", evo.dispatch.memory_report(fast)["summary"])
     every = evo.dispatch.Dispatcher(folder, checked=False)
     for table in every.tables:
         for rng in table["ranges"]:
@@ -141,48 +184,83 @@ def main(folder, out_path=None):
             rng["use"] = False  # the torch-only copy: every call on the fallback path
     torch_only = copy.deepcopy(plain)
     exported = {(t["N"], t["K"]) for t in none.tables}
-    for name in ("qkv", "o", "gate_up", "down"):
+    for name in LINEARS:
         layer = getattr(torch_only, name)
         if (layer.out_features, layer.in_features) in exported:
             setattr(torch_only, name, evo.dispatch.Linear.from_linear(layer, none))
     print("torch-only (evo.dispatch.Linear, no kernel):",
-          [n for n in ("qkv", "o", "gate_up", "down") if isinstance(getattr(torch_only, n), evo.dispatch.Linear)])
+          [n for n in LINEARS if isinstance(getattr(torch_only, n), evo.dispatch.Linear)], "|",
+          evo.dispatch.memory_report(torch_only)["summary"])
+    return plain, fast, forced, torch_only
+
+
+def paths_of(fast, m):
+    """Which path each Linear of the evo copy takes at M = m: 'evo' or 'torch'."""
+    paths = []
+    for name in LINEARS:
+        layer = getattr(fast, name)
+        a = torch.empty(m, layer.in_features, dtype=torch.float16, device="cuda")
+        paths.append(evo.dispatch.explain(a, layer.weight_t).split(":")[0]
+                     if isinstance(layer, evo.dispatch.Linear) else "torch")
+    return paths
+
+
+def measure(models, case, b, t):
+    """One case: outputs against plain's, then eager and graph rounds of every copy."""
+    x = torch.randn(b, t, D, dtype=torch.float16, device="cuda")
+    ref = models[0](x).float()
+    err = max(((y(x).float() - ref).norm() / ref.norm()).item() for y in models[1:])
+    for model in models:  # warm-up: the first calls (cuBLAS heuristics, allocator) are not timed
+        for _ in range(5):
+            model(x)
+    e_times = rounds_of(lambda model: eager_ms(model, x), models)
+    g_times = rounds_of(graph_ms, [capture(model, x) for model in models])
+    tok = b * t
+    return {"case": case, "B": b, "T": t, "M": tok, "rel_err": err, "paths": paths_of(models[1], tok),
+            "eager_tok_s": [tok / statistics.median(e) * 1e3 for e in e_times[:2]],
+            "graph_tok_s": [tok / statistics.median(g) * 1e3 for g in g_times[:2]],
+            "eager_x": dict(zip(COPIES, paired(e_times))), "graph_x": dict(zip(COPIES, paired(g_times))),
+            "eager_ms": e_times, "graph_ms": g_times}
+
+
+def print_row(row):
+    print(f"{row['case']:>7} {row['M']:>4} {row['eager_tok_s'][0]:>9.0f} {row['eager_tok_s'][1]:>9.0f} "
+          + " ".join(f"{_x(row[f'{mode}_x'][c]):>22}" for mode in ("eager", "graph") for c in COPIES)
+          + f" {row['rel_err']:>8.1e}  {', '.join(row['paths'])}")
+
+
+def slower_rows(rows):
+    """(case, M, copy, mode, median x) of every x whose interval lies entirely below 1."""
+    return [(r["case"], r["M"], c, mode, r[f"{mode}_x"][c]["median"])
+            for r in rows for mode in ("eager", "graph") for c in COPIES if r[f"{mode}_x"][c]["slower"]]
+
+
+def main(folder, out_path=None):
+    cpu = pin_to_one_cpu()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(0)
+    evo.dispatch.configure(folder)
+    models = copies(folder)
+    print(f"pinned to CPU {cpu}; {ROUNDS} rounds of {BURST} forwards (or replays) per copy, copies alternating; "
+          f"x = plain's time / the copy's, per round: median [95% bootstrap interval]; ! = slower beyond noise")
+    print(f"{'case':>7} {'M':>4} {'tok/s pl':>9} {'tok/s evo':>9} " + " ".join(f"{'eager ' + c:>22}" for c in COPIES)
+          + " " + " ".join(f"{'graph ' + c:>22}" for c in COPIES) + f" {'rel_err':>8}  paths (qkv, o, gate_up, down)")
     rows = []
-    print(f"{'case':>7} {'M':>4} {'eager tok/s plain':>17} {'evo':>8} {'x (min-max)':>19} {'torch-only x (min-max)':>22} "
-          f"{'forced x':>8} {'graph x':>7} {'t-only':>6} {'forced':>6} {'rel_err':>8}  paths (qkv, o, gate_up, down)")
+    gc.collect()
+    gc.disable()  # a collection inside a burst would land on one copy's time
     with torch.inference_mode():
         for case, b, t in CASES:
-            x = torch.randn(b, t, D, dtype=torch.float16, device="cuda")
-            ref, got, got_forced, got_t = plain(x), fast(x), forced(x), torch_only(x)
-            err = max(((y.float() - ref.float()).norm() / ref.float().norm()).item() for y in (got, got_forced, got_t))
-            paths = []
-            for name in ("qkv", "o", "gate_up", "down"):
-                layer = getattr(fast, name)
-                a = torch.empty(b * t, layer.in_features, dtype=torch.float16, device="cuda")
-                paths.append(evo.dispatch.explain(a, layer.weight_t).split(":")[0]
-                             if isinstance(layer, evo.dispatch.Linear) else "torch")
-            models = (plain, fast, forced, torch_only)
-            for model in models:  # warm-up: the first calls (cuBLAS heuristics, allocator) are not timed
-                for _ in range(3):
-                    model(x)
-            e_times = rounds_of(lambda model, x=x: eager_ms(model, x), models)
-            g_times = rounds_of(graph_ms, [capture(model, x) for model in models])
-            (ex, ex_lo, ex_hi), (fx, _, _), (tx, tx_lo, tx_hi) = ratios(e_times)
-            gx, gfx, gtx = (r[0] for r in ratios(g_times))
-            tok = b * t
-            e_plain, e_fast = statistics.median(e_times[0]), statistics.median(e_times[1])
-            g_plain, g_fast = statistics.median(g_times[0]), statistics.median(g_times[1])
-            row = {"case": case, "B": b, "T": t, "M": tok, "eager_tok_s": [tok / e_plain * 1e3, tok / e_fast * 1e3],
-                   "graph_tok_s": [tok / g_plain * 1e3, tok / g_fast * 1e3], "rel_err": err, "paths": paths,
-                   "eager_x": [ex, ex_lo, ex_hi], "torch_only_eager_x": [tx, tx_lo, tx_hi], "forced_eager_x": fx,
-                   "graph_x": gx, "torch_only_graph_x": gtx, "forced_graph_x": gfx,
-                   "eager_ms": e_times, "graph_ms": g_times}
-            rows.append(row)
-            print(f"{case:>7} {tok:>4} {row['eager_tok_s'][0]:>17.0f} {row['eager_tok_s'][1]:>8.0f} "
-                  f"{ex:>6.3f} ({ex_lo:.3f}-{ex_hi:.3f}) {tx:>8.3f} ({tx_lo:.3f}-{tx_hi:.3f}) {fx:>8.3f} "
-                  f"{gx:>7.3f} {gtx:>6.3f} {gfx:>6.3f} {err:>8.1e}  {', '.join(paths)}")
+            rows.append(measure(models, case, b, t))
+            print_row(rows[-1])
             if out_path:
                 json.dump(rows, open(out_path, "w"), indent=1)
+    gc.enable()
+    slower = slower_rows(rows)
+    print("slower than plain beyond noise (interval entirely below 1; the forced copy is not what evo.dispatch does):")
+    for case, m, c, mode, x in slower:
+        print(f"  {case} M={m} {c} {mode}: {x:.3f}x")
+    if not slower:
+        print("  none")
 
 
 if __name__ == "__main__":

@@ -9,13 +9,16 @@ kernel to use; the column `used` says whether evo.dispatch uses the kernel there
 - host: wall time to issue one call (median over bursts of 16 calls into an empty queue). Where
   host < the per-call GPU time, eager calls keep the GPU busy and what remains of eager - graph is
   the GPU's own gap between stream launches, not host work.
-The issue's target: eager speedup (torch eager / evo eager) within 3% of the graph speedup.
+The issue's target: eager speedup (torch eager / evo eager) no more than 3% below the graph speedup
+(a shape faster eagerly than in graphs meets it; both figures are printed).
 First, the fallback table (what a patched model pays where no kernel runs): for each exported
 (N, K), an M above every range (so evo.dispatch.Linear takes its torch path), nn.Linear vs
 evo.dispatch.Linear on the same x [1, M, K]: host us per call from interleaved bursts (evo, torch,
 evo, ...: drift falls on both), median and p10-p90 of each and the median of the paired differences
 (evo - torch; its p25-p75 beside it: a cost is a difference whose quartiles exclude 0), and GPU us
-per call in CUDA graphs. Never slower holds where the difference is ~0 or below.
+per call in CUDA graphs: evo.dispatch.Linear on W.T [K, N] (fallback_weight='drop'), nn.Linear, and
+evo.dispatch.Linear keeping W [N, K] (fallback_weight='keep', nn.Linear's own ops), with what 'auto'
+chose from the export's re-check. Never slower holds where the difference is ~0 or below.
 A second table does the same for the module path a model takes: evo.dispatch.Linear (weight B[0],
 one C++ call per forward) beside nn.Linear with the same weight, eager and in graphs, x of [1, M, K].
 Usage (GPU machine): python3 benchmarks/dispatch/overhead.py EXPORT_DIR [OUT.json]
@@ -28,6 +31,7 @@ import time
 import torch
 
 import evo.dispatch
+from evo.dispatch.dispatcher import fallback_choice
 
 L2 = 60 * 2**20
 
@@ -111,8 +115,16 @@ def linear_rows(d, rows):
             print(f"{m:>6}x{n:>5}x{k:>5} {'':>5} {ge * 1e3:>9.2f} {gt * 1e3:>8.2f} {lin['x_graph']:>7.3f} "
                   f"{ee * 1e3:>9.2f} {et * 1e3:>8.2f} {lin['x_eager']:>7.3f} {lin['eager_over_graph']:>11.3f} "
                   f"{he * 1e3:>8.2f} {ht * 1e3:>7.2f}")
-    within = sum(abs(r["linear"]["eager_over_graph"] - 1) <= 0.03 for r in rows)
-    print(f"Linear: eager speedup within 3% of the graph speedup: {within}/{len(rows)} shapes")
+    print(f"Linear: {meets_eager_rule([r['linear'] for r in rows])}")
+
+
+def meets_eager_rule(rows):
+    """The issue's rule in words: eager speedup no more than 3% below the graph speedup (a shape that
+    gains more eagerly than in graphs meets it: the rule is that eager calls lose at most 3%)."""
+    meets = sum(r["eager_over_graph"] >= 0.97 for r in rows)
+    faster = sum(r["eager_over_graph"] > 1.03 for r in rows)
+    return (f"eager speedup at most 3% below the graph speedup: {meets}/{len(rows)} shapes ({faster} of them more "
+            f"than 3% faster eagerly; x_eager and x_graph of each above)")
 
 
 def _q(values, q):
@@ -123,7 +135,7 @@ def _q(values, q):
 def fallback_rows(d):
     """nn.Linear vs evo.dispatch.Linear where the torch path runs (M above every exported range)."""
     print(f"{'fallback (torch path)':>22} {'host_evo med (p10-p90)':>23} {'host_t med (p10-p90)':>21} "
-          f"{'evo-t med (p25-p75)':>20} {'gpu_evo':>8} {'gpu_t':>7}   (us)")
+          f"{'evo-t med (p25-p75)':>20} {'gpu_evo':>8} {'gpu_t':>7} {'gpu_keep':>8} {'auto':>7}   (us)")
     rows = []
     with torch.no_grad():
         for table in d.tables:
@@ -131,7 +143,9 @@ def fallback_rows(d):
             m = max(r["m_hi"] for r in table["ranges"]) + 1
             x = torch.randn(1, m, k, dtype=torch.float16, device="cuda")
             plain = torch.nn.Linear(k, n, bias=False, dtype=torch.float16, device="cuda")
-            fast = evo.dispatch.Linear.from_linear(plain, d)
+            fast = evo.dispatch.Linear.from_linear(plain, d, fallback_weight="drop")  # torch on W.T [K, N]
+            kept = evo.dispatch.Linear.from_linear(plain, d, fallback_weight="keep")  # torch on W [N, K]
+            auto = fallback_choice("auto", d, n, k)[0]  # what Linear's default keeps, from the re-check
             assert d.explain(x[0], fast.weight_t).startswith("torch:")
             fns = (lambda fast=fast, x=x: fast(x), lambda plain=plain, x=x: plain(x))
             for f in fns:
@@ -148,17 +162,17 @@ def fallback_rows(d):
                     h.append((time.perf_counter() - t0) / 8 * 1e6)
             torch.cuda.synchronize()
             diff = [e - t for e, t in zip(*host)]
-            g_evo, g_t = (graph(lambda i, f=f: f(), 2, 50) * 1e3 for f in fns)
+            g_evo, g_t, g_keep = (graph(lambda i, f=f: f(), 2, 50) * 1e3 for f in (*fns, lambda kept=kept, x=x: kept(x)))
             row = {"M": m, "N": n, "K": k, "host_evo_us": _q(host[0], .5), "host_torch_us": _q(host[1], .5),
                    "host_evo_p10_p90": [_q(host[0], .1), _q(host[0], .9)],
                    "host_torch_p10_p90": [_q(host[1], .1), _q(host[1], .9)],
                    "host_diff_us": _q(diff, .5), "host_diff_p25_p75": [_q(diff, .25), _q(diff, .75)],
-                   "gpu_evo_us": g_evo, "gpu_torch_us": g_t}
+                   "gpu_evo_us": g_evo, "gpu_torch_us": g_t, "gpu_keep_us": g_keep, "auto": auto}
             rows.append(row)
             print(f"{m:>6}x{n:>5}x{k:>5}{'':>5} {row['host_evo_us']:>7.2f} ({_q(host[0], .1):>5.1f}-{_q(host[0], .9):>5.1f})"
                   f" {row['host_torch_us']:>7.2f} ({_q(host[1], .1):>5.1f}-{_q(host[1], .9):>5.1f})"
                   f" {row['host_diff_us']:>+7.2f} ({_q(diff, .25):>+5.1f}-{_q(diff, .75):>+5.1f})"
-                  f" {g_evo:>8.2f} {g_t:>7.2f}")
+                  f" {g_evo:>8.2f} {g_t:>7.2f} {g_keep:>8.2f} {auto:>7}")
     return rows
 
 
@@ -199,8 +213,7 @@ def main(folder, out_path=None):
                   f"{ee * 1e3:>9.2f} {et * 1e3:>8.2f} {row['x_eager']:>7.3f} {row['eager_over_graph']:>11.3f} "
                   f"{he * 1e3:>8.2f} {ht * 1e3:>7.2f}")
     if rows:
-        within = sum(abs(r["eager_over_graph"] - 1) <= 0.03 for r in rows)
-        print(f"eager speedup within 3% of the graph speedup: {within}/{len(rows)} shapes; median host us per call "
+        print(f"{meets_eager_rule(rows)}; median host us per call "
               f"evo {sorted(r['host_evo_us'] for r in rows)[len(rows) // 2]:.2f}, torch "
               f"{sorted(r['host_torch_us'] for r in rows)[len(rows) // 2]:.2f}")
     else:

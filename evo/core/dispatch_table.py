@@ -12,6 +12,11 @@ Plain data and rules, shared by `evo export` (which builds and re-checks the tab
 - Never slower. A range is used only where the kernel is faster than torch beyond noise (NOISE):
   first by its recorded speedup, then by the re-check on the GPU that will run it
   (`faster_beyond_noise`), and only where that re-check found it correct over the range.
+- The torch path's weight layout. evo.dispatch.Linear stores W.T [K, N] (the kernels' layout); where
+  no kernel runs, torch multiplies by it (cuBLAS NN) instead of nn.Linear's W [N, K] (TN). The
+  re-check times both at a few Ms torch serves for each (N, K) (`torch_points`) and records, in the
+  table's `torch_layout`, where [K, N] is slower beyond noise (`apply_layout_check`); Linear keeps
+  W [N, K] beside W.T for those tables (`layout_verdict`).
 """
 from __future__ import annotations
 
@@ -27,6 +32,8 @@ from evo.core.shapes import Shape
 NOISE = 0.02
 #: ranges up to this many Ms are checked at every M; longer ones at about this many Ms
 DENSE_CHECK = 64
+#: at most this many Ms per (N, K) at which the re-check times the two torch layouts
+LAYOUT_POINTS = 6
 #: the largest range a table covers (a range above it is cut to its top MAX_RANGE Ms)
 MAX_RANGE = 1 << 16
 
@@ -154,6 +161,61 @@ def apply_check(rng: dict, check: dict) -> None:
         rng["use"], rng["reason"] = True, (f"re-checked {where}: correct at {check['checked_Ms']} Ms, "
                                            f"{slowest['speedup']:.3f}x torch or better at M="
                                            f"{', '.join(str(p['M']) for p in check['points'])}")
+
+
+def served_spans(table: dict) -> list[tuple[int, int]]:
+    """The M spans of a table where a kernel runs (its ranges in use, their supported Ms), merged."""
+    spans: list[tuple[int, int]] = []
+    for lo, hi in sorted((s["m_lo"], s["m_hi"]) for r in table["ranges"] if r["use"] for s in r["segments"]):
+        if spans and lo <= spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], max(hi, spans[-1][1]))
+        else:
+            spans.append((lo, hi))
+    return spans
+
+
+def torch_points(table: dict, *, most: int = LAYOUT_POINTS) -> list[int]:
+    """Representative Ms that torch serves for a table: the edges and middle of every gap between
+    the Ms a kernel runs (from 1 up), and the M just above the largest range; an even spread of
+    them (first and last kept) where there are more than `most`."""
+    top = max((r["m_hi"] for r in table["ranges"]), default=0)
+    points, below = {top + 1}, 0
+    for lo, hi in [*served_spans(table), (top + 1, top + 1)]:
+        if lo > below + 1:  # the gap below + 1 .. lo - 1
+            points |= {below + 1, (below + lo) // 2, lo - 1}
+        below = hi
+    ms = sorted(points)
+    if len(ms) <= most:
+        return ms
+    return sorted({ms[round(i * (len(ms) - 1) / (most - 1))] for i in range(most)})
+
+
+def apply_layout_check(table: dict, check: dict) -> None:
+    """Record a GPU re-check of the torch path's two weight layouts for a table.
+
+    `check`: gpu, at and points [{M, kn_ms: [...], nk_ms: [...]}] (per-launch ms of mm(x, W.T stored
+    [K, N]) and of nn.Linear's mm(x, W[N, K].t()), one per replay). Adds to each point `ratio`
+    (median kn / median nk: above 1, [K, N] is slower) and `slower` (nk faster beyond noise, the rule
+    a kernel must pass against torch), and `slower_at`, the Ms where [K, N] is slower."""
+    for p in check["points"]:
+        p["slower"], p["ratio"] = faster_beyond_noise(p["nk_ms"], p["kn_ms"])
+    check["slower_at"] = [p["M"] for p in check["points"] if p["slower"]]
+    table["torch_layout"] = check
+
+
+def layout_verdict(table: dict, gpu: str | None) -> tuple[bool | None, str]:
+    """(whether torch on W.T [K, N] was re-checked slower than on nn.Linear's W [N, K] at some M torch
+    serves, why); None where that is not known here: no record (an export re-checked before the
+    layout was, or never re-checked) or a record from another GPU (`gpu` as in why_unused)."""
+    rec = table.get("torch_layout")
+    if rec is None:
+        return None, "no torch-layout record in the export (run `evo export --verify` on this GPU to measure it)"
+    if gpu is not None and rec["gpu"] != gpu:
+        return None, f"the torch layouts were re-checked on {rec['gpu']}, not on this {gpu}"
+    ratios = ", ".join(f"M={p['M']} {p['ratio']:.3f}x" for p in rec["points"])
+    if rec["slower_at"]:
+        return True, f"torch on W.T [K, N] is slower beyond noise than on W [N, K] on {rec['gpu']} ({ratios})"
+    return False, f"torch on W.T [K, N] is within noise of W [N, K] or faster on {rec['gpu']} ({ratios})"
 
 
 def find(tables: list[dict], m: int, n: int, k: int, *, gpu: str | None = None,

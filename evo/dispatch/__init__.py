@@ -5,6 +5,7 @@
     c = evo.dispatch.matmul(a, b)                # fp16 CUDA tensors, row-major
     evo.dispatch.explain(a, b)                   # which path that call takes, and why
     evo.dispatch.patch(model)                    # nn.Linear of (N, K) a kernel serves here -> evo.dispatch.Linear
+    evo.dispatch.memory_report(model)            # which replaced layers keep their weight twice, and the bytes
 
 A call goes into a C++ extension (built once on this machine; see extension.py): directly through
 pybind when eager, as `torch.ops.evo.matmul`/`linear` under torch.compile. The C++ code launches
@@ -18,11 +19,11 @@ from __future__ import annotations
 
 from evo.dispatch.dispatcher import Dispatcher, configure, default, explain, matmul
 
-__all__ = ["Dispatcher", "Linear", "configure", "default", "explain", "matmul", "patch"]
+__all__ = ["Dispatcher", "Linear", "configure", "default", "explain", "matmul", "memory_report", "patch"]
 
 
-def __getattr__(name: str):  # Linear and patch need torch: imported only when asked for
-    if name in ("Linear", "patch"):
+def __getattr__(name: str):  # Linear, patch and memory_report need torch: imported only when asked for
+    if name in ("Linear", "patch", "memory_report"):
         from evo.dispatch import linear
         return getattr(linear, name)
     raise AttributeError(f"module 'evo.dispatch' has no attribute {name!r}")

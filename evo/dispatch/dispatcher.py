@@ -8,11 +8,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evo.core.dispatch_table import find, why_unused
+from evo.core.dispatch_table import find, layout_verdict, why_unused
 from evo.core.errors import EvoError
 
 _default: Dispatcher | None = None
 FORMATS = ("evo-export/2",)
+#: what evo.dispatch.Linear keeps for its torch path (see fallback_choice)
+FALLBACK_WEIGHTS = ("auto", "keep", "drop")
 
 
 class Dispatcher:
@@ -33,7 +35,7 @@ class Dispatcher:
         self.kernels = {e["file"].removesuffix(".cu"): e for e in manifest["kernels"]}
         self.checked = checked
         self.handle: int | None = None  # the C++ table, built on first use
-        # (matmul(a, b, out, handle), linear(x, w_t, bias, handle)): the extension's entry points once
+        # (matmul(a, b, out, handle), linear(x, w_t, bias, handle, w=None)): the extension's entry points once
         # built (no per-call checks in Python: the C++ code routes, and falls back to torch itself;
         # torch.compile traces the operators instead, see extension.py), else torch's
         self._fns: tuple | None = None
@@ -53,6 +55,15 @@ class Dispatcher:
         gpu = self.gpu if self.checked else None
         return any(rng["segments"] and not why_unused(rng, gpu)
                    for t in self.tables if t["N"] == n and t["K"] == k for rng in t["ranges"])
+
+    def slower_layout(self, n: int, k: int) -> tuple[bool | None, str]:
+        """Whether torch on W.T [K, N] was re-checked slower than on nn.Linear's W [N, K] for (n, k)
+        on this GPU (where checked; the GPU is known once the extension is built), with why; None
+        where that is not known (dispatch_table.layout_verdict)."""
+        table = next((t for t in self.tables if t["N"] == n and t["K"] == k), None)
+        if table is None:
+            return None, f"no kernel was exported for N={n}, K={k}"
+        return layout_verdict(table, self.gpu if self.checked else None)
 
     def _cubin(self, entry: dict) -> bytes:
         if entry.get("cubin") and (self.dir / entry["cubin"]).exists():
@@ -94,7 +105,7 @@ class Dispatcher:
         return handle
 
     def functions(self) -> tuple:
-        """(matmul(a, b, out, handle), linear(x, w_t, bias, handle)) for `self.handle`: the C++ entry
+        """(matmul(a, b, out, handle), linear(x, w_t, bias, handle, w=None)) for `self.handle`: the C++ entry
         points (built on first call), or torch's where the extension is not available."""
         if self._fns is None:
             if self.build() is None:
@@ -129,9 +140,27 @@ def torch_matmul(a, b, out, handle):
     return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
 
 
-def torch_linear(x, w_t, bias, handle):
+def torch_linear(x, w_t, bias, handle, w=None):
     import torch.nn.functional as F
-    return F.linear(x, w_t.t(), bias)
+    return F.linear(x, w_t.t() if w is None else w, bias)  # w: nn.Linear's own [N, K], where kept
+
+
+def fallback_choice(mode: str, dispatcher: Dispatcher | None, n: int, k: int) -> tuple[str, str]:
+    """What evo.dispatch.Linear of (n, k) keeps for its torch path: ('keep', why) keeps nn.Linear's
+    W [N, K] beside W.T (the torch path then runs exactly nn.Linear's ops, at twice the weight's
+    memory); ('drop', why) and ('unknown', why) keep W.T alone. `mode`: 'keep' or 'drop' decide;
+    'auto' keeps W where the export's re-check found torch slower on W.T at some M it serves, and
+    keeps one copy where no such re-check is known (most shapes measured so far are within noise;
+    doubling every layer's memory on no evidence is the larger cost)."""
+    if mode not in FALLBACK_WEIGHTS:
+        raise EvoError(f"fallback_weight={mode!r}: use one of {', '.join(map(repr, FALLBACK_WEIGHTS))} ('auto' "
+                       f"decides per (N, K) from `evo export --verify`)")
+    if mode != "auto":
+        return mode, f"fallback_weight={mode!r}"
+    if dispatcher is None:
+        return "unknown", "no export configured: nothing says which torch layout is faster"
+    slower, why = dispatcher.slower_layout(n, k)
+    return {True: "keep", False: "drop", None: "unknown"}[slower], why
 
 
 def launch_values(seg: dict) -> list[int]:

@@ -302,15 +302,21 @@ at::Tensor matmul_any(const at::Tensor& a, const at::Tensor& b, const c10::optio
   return o;
 }
 
-// nn.Linear's x @ w_t + bias with w_t = W.T stored [in, out] row-major, x of any leading dims.
-// Where torch runs it runs what nn.Linear runs (addmm with the bias fused, or mm), so the result is
-// torch's own; where a kernel runs, the bias (if any) is one in-place add after it.
-at::Tensor linear(const at::Tensor& x, const at::Tensor& w_t, const c10::optional<at::Tensor>& bias, int64_t handle) {
+// nn.Linear's x @ w_t + bias with w_t = W.T stored [in, out] row-major, x of any leading dims, and w
+// (optional) nn.Linear's own W [out, in], kept where the export's re-check found torch slower on w_t.
+// Where torch runs it runs what nn.Linear runs (addmm with the bias fused, or mm; on w.t() when w is
+// given, so the result is nn.Linear's bit for bit); where a kernel runs, the bias (if any) is one
+// in-place add after it.
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w_t, const c10::optional<at::Tensor>& bias, int64_t handle,
+                  const c10::optional<at::Tensor>& w) {
   const at::Tensor* b = bias.has_value() && bias->defined() ? &*bias : nullptr;
-  if (wants_grad(x, w_t, b)) return at::linear(x, w_t.t(), bias);
+  const at::Tensor* nk = w.has_value() && w->defined() ? &*w : nullptr;
   TORCH_CHECK(w_t.dim() == 2 && x.dim() >= 1 && x.size(-1) == w_t.size(0), "evo.dispatch.Linear: x is ", x.sizes(),
               ", the weight [in, out] is ", w_t.sizes(), ": x's last dimension must be in_features");
   const int64_t k = w_t.size(0), n = w_t.size(1);
+  TORCH_CHECK(!nk || (nk->dim() == 2 && nk->size(0) == n && nk->size(1) == k), "evo.dispatch.Linear: the kept weight "
+              "is ", nk->sizes(), ", expected [out, in] = [", n, ", ", k, "] (w_t transposed)");
+  if (wants_grad(x, w_t, b) || (nk && wants_grad(x, *nk))) return at::linear(x, nk ? *nk : w_t.t(), bias);
   Table& t = table(handle);
   // a contiguous x is [M, K] whatever its leading dims: the kernel needs only its pointer and M
   const Segment* s = k > 0 && usable(x, x.device(), 0) && usable(w_t, x.device()) ? find(t, x.numel() / k, n, k) : nullptr;
@@ -323,12 +329,13 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w_t, const c10::optiona
     return y;
   }
   // torch: what nn.Linear's at::linear ends in (addmm/mm on the flattened x), with fewer operator calls
-  // (no t(), no matmul/reshape composites: a view where x is contiguous). cuBLAS gets the weight as
-  // [K, N] row-major (NN) where nn.Linear gives it W [N, K] transposed (TN): on the H200 both pick the
-  // same nvjet kernel family, one launch (two with split-K) either way (linear.py says what was measured).
-  if (x.dim() == 2) return b ? at::addmm(*b, x, w_t) : at::mm(x, w_t);
+  // (no matmul/reshape composites: a view where x is contiguous). Without w, cuBLAS gets the weight as
+  // [K, N] row-major (NN) where nn.Linear gives it W [N, K] transposed (TN): within noise on most
+  // shapes, slower on some (the export's re-check measures it per (N, K); linear.py says what it found).
+  const at::Tensor rhs = nk ? nk->t() : w_t;
+  if (x.dim() == 2) return b ? at::addmm(*b, x, rhs) : at::mm(x, rhs);
   const at::Tensor x2 = k > 0 && x.is_contiguous() ? x.view({x.numel() / k, k}) : x.reshape({-1, k});
-  at::Tensor y = b ? at::addmm(*b, x2, w_t) : at::mm(x2, w_t);
+  at::Tensor y = b ? at::addmm(*b, x2, rhs) : at::mm(x2, rhs);
   at::DimVector sizes(x.sizes());
   sizes.back() = n;
   return y.view(sizes);
@@ -386,7 +393,7 @@ void preload(int64_t handle, int64_t device) {
 TORCH_LIBRARY(evo, m) {
   m.def("matmul(Tensor a, Tensor b, int handle) -> Tensor");
   m.def("matmul_out(Tensor a, Tensor b, int handle, Tensor(a!) out) -> ()");
-  m.def("linear(Tensor x, Tensor w_t, Tensor? bias, int handle) -> Tensor");
+  m.def("linear(Tensor x, Tensor w_t, Tensor? bias, int handle, Tensor? w=None) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(evo, CUDA, m) {
@@ -411,5 +418,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   // the same code without the dispatcher, for eager calls from Python (extension.py registers
   // torch.compile substitutes that call the operators instead)
   m.def("matmul", &matmul_any);
-  m.def("linear", &linear);
+  m.def("linear", &linear, py::arg("x"), py::arg("w_t"), py::arg("bias"), py::arg("handle"),
+        py::arg("w") = py::none());
 }

@@ -105,7 +105,7 @@ def _register_fakes() -> None:
         return None
 
     @torch.library.register_fake("evo::linear")
-    def _linear(x, w_t, bias, handle):
+    def _linear(x, w_t, bias, handle, w=None):
         return x.new_empty((*x.shape[:-1], w_t.shape[1]))
 
 
@@ -127,11 +127,11 @@ def _register_substitutes(module: ModuleType) -> None:
                                            torch.ops.evo.matmul_out.default)
 
     @substitute(module.linear, skip_signature_check=True)
-    def _linear(x, w_t, bias, handle):
-        if torch.is_grad_enabled() and (x.requires_grad or w_t.requires_grad
-                                        or (bias is not None and bias.requires_grad)):
-            return F.linear(x, w_t.t(), bias)
-        return linear_op(x, w_t, bias, handle)
+    def _linear(x, w_t, bias, handle, w=None):
+        if torch.is_grad_enabled() and (x.requires_grad or w_t.requires_grad or (bias is not None and bias.requires_grad)
+                                        or (w is not None and w.requires_grad)):
+            return F.linear(x, w_t.t() if w is None else w, bias)
+        return linear_op(x, w_t, bias, handle, w)
 
     @substitute(module.matmul, skip_signature_check=True)
     def _matmul(a, b, out, handle):

@@ -8,7 +8,12 @@ torch.ops.evo.matmul path that calls take:
 - time at the range's lowest, middle and highest M (timing_points) beside torch.matmul, both as CUDA
   graphs over rotating buffers (larger than L2 together), replays interleaved;
 then apply_check decides whether the range is used (correct, and faster beyond noise at every
-point). Needs torch, a CUDA GPU and the extension.
+point). Then, per (N, K), the torch path's weight layout: torch's mm on W.T stored [K, N] (what
+evo.dispatch.Linear's torch path multiplies by) beside nn.Linear's W [N, K] transposed, graph-timed
+the same way at the few Ms torch serves there (torch_points: the edges and middle of the gaps between
+the ranges in use, and the M above the last); apply_layout_check records where [K, N] is slower
+beyond noise, and Linear keeps W [N, K] for those tables (fallback_weight='auto').
+Needs torch, a CUDA GPU and the extension.
 """
 from __future__ import annotations
 
@@ -20,7 +25,14 @@ from pathlib import Path
 
 import torch
 
-from evo.core.dispatch_table import apply_check, check_points, timing_points
+from evo.core.dispatch_table import (
+    apply_check,
+    apply_layout_check,
+    check_points,
+    layout_verdict,
+    timing_points,
+    torch_points,
+)
 from evo.core.errors import EvoError
 from evo.dispatch import extension
 from evo.dispatch.dispatcher import Dispatcher
@@ -68,23 +80,74 @@ def _replay_ms(graph: torch.cuda.CUDAGraph, launches: int) -> float:
     return start.elapsed_time(end) / launches
 
 
+def _sets(m: int, n: int, k: int) -> int:
+    """How many operand sets to rotate through so that together they are larger than L2."""
+    return max(2, min(64, math.ceil(L2_BYTES / (2 * (m * k + k * n + m * n)))))
+
+
+def time_pair(fn_a, fn_b, m: int, n: int, k: int, sets: int, *, replays: int) -> tuple[list[float], list[float]]:
+    """Per-launch ms of two ways to compute one (m, n, k) product over `sets` rotating operand sets
+    (fn(i) uses set i), each as a CUDA graph of about 5 ms of work, replays interleaved (a, b, a, ...)
+    so that drift falls on both; one value per replay each."""
+    launches = max(sets, min(2000, math.ceil(2e12 * 0.005 / (2 * m * n * k))))
+    g_a, g_b = _graph_ms(fn_a, sets, launches), _graph_ms(fn_b, sets, launches)
+    _replay_ms(*g_a), _replay_ms(*g_b)
+    a_ms, b_ms = [], []
+    for _ in range(replays):
+        a_ms.append(_replay_ms(*g_a))
+        b_ms.append(_replay_ms(*g_b))
+    return a_ms, b_ms
+
+
 def time_beside_torch(d: Dispatcher, m: int, n: int, k: int, *, replays: int = 7) -> dict:
     """Per-launch ms of the evo path and of torch.matmul at one shape, one value per replay."""
-    bytes_per_set = 2 * (m * k + k * n + m * n)
-    sets = max(2, min(64, math.ceil(L2_BYTES / bytes_per_set)))
+    sets = _sets(m, n, k)
     A = torch.randn(sets, m, k, dtype=torch.float16, device="cuda")
     B = torch.randn(sets, k, n, dtype=torch.float16, device="cuda")
     C = torch.empty(sets, m, n, dtype=torch.float16, device="cuda")
-    flops = 2 * m * n * k
-    launches = max(sets, min(2000, math.ceil(2e12 * 0.005 / flops)))  # about 5 ms of work per replay
-    g_evo = _graph_ms(lambda i: d.matmul(A[i], B[i], out=C[i]), sets, launches)
-    g_torch = _graph_ms(lambda i: torch.matmul(A[i], B[i], out=C[i]), sets, launches)
-    _replay_ms(*g_evo), _replay_ms(*g_torch)
-    evo_ms, torch_ms = [], []
-    for _ in range(replays):
-        evo_ms.append(_replay_ms(*g_evo))
-        torch_ms.append(_replay_ms(*g_torch))
+    evo_ms, torch_ms = time_pair(lambda i: d.matmul(A[i], B[i], out=C[i]),
+                                 lambda i: torch.matmul(A[i], B[i], out=C[i]), m, n, k, sets, replays=replays)
     return {"M": m, "evo_ms": evo_ms, "torch_ms": torch_ms}
+
+
+def time_torch_layouts(m: int, n: int, k: int, *, replays: int = 7) -> dict:
+    """Per-launch ms of torch's mm on the weight as evo.dispatch.Linear stores it, W.T [K, N]
+    (cuBLAS NN), and as nn.Linear does, W [N, K] transposed (TN), at one shape, one value per replay."""
+    sets = _sets(m, n, k)
+    A = torch.randn(sets, m, k, dtype=torch.float16, device="cuda")
+    W = torch.randn(sets, n, k, dtype=torch.float16, device="cuda")
+    W_t = W.transpose(1, 2).contiguous()
+    C = torch.empty(sets, m, n, dtype=torch.float16, device="cuda")
+    kn_ms, nk_ms = time_pair(lambda i: torch.mm(A[i], W_t[i], out=C[i]),
+                             lambda i: torch.mm(A[i], W[i].t(), out=C[i]), m, n, k, sets, replays=replays)
+    return {"M": m, "kn_ms": kn_ms, "nk_ms": nk_ms}
+
+
+def _check_ranges(d: Dispatcher, table: dict, gpu: str, num_sms: int, replays: int) -> int:
+    """Re-check every candidate range of one table (apply_check); returns how many are used."""
+    n, k = table["N"], table["K"]
+    used = 0
+    for rng in table["ranges"]:
+        if not rng["use"] or not rng["segments"]:
+            continue
+        ms = check_points(rng)
+        correct, worst, error = _correct(d, n, k, ms)
+        points = [time_beside_torch(d, m, n, k, replays=replays) for m in timing_points(rng)] if correct else []
+        apply_check(rng, {"gpu": gpu, "num_sms": num_sms, "correct": correct, "checked_Ms": len(ms),
+                          "max_rel_err": worst, "error": error, "points": points,
+                          "at": dt.datetime.now(dt.UTC).isoformat()})
+        used += rng["use"]
+        log.info(f"N={n} K={k} M {rng['m_lo']}-{rng['m_hi']}: {'evo' if rng['use'] else 'torch'} ({rng['reason']})")
+    return used
+
+
+def _check_layouts(table: dict, gpu: str, replays: int) -> None:
+    """Time torch's two weight layouts at the Ms torch serves for this table, after its ranges were
+    re-checked (which ones are used decides those Ms); apply_layout_check records the verdict."""
+    n, k = table["N"], table["K"]
+    points = [time_torch_layouts(m, n, k, replays=replays) for m in torch_points(table)]
+    apply_layout_check(table, {"gpu": gpu, "points": points, "at": dt.datetime.now(dt.UTC).isoformat()})
+    log.info(f"N={n} K={k} torch path: {layout_verdict(table, gpu)[1]}")
 
 
 def verify(folder: str | Path, *, replays: int = 7) -> dict:
@@ -103,18 +166,8 @@ def verify(folder: str | Path, *, replays: int = 7) -> dict:
                        f"{d.manifest.get('num_sms')}: export on a machine with this GPU")
     used = 0
     for table in d.tables:
-        n, k = table["N"], table["K"]
-        for rng in table["ranges"]:
-            if not rng["use"] or not rng["segments"]:
-                continue
-            ms = check_points(rng)
-            correct, worst, error = _correct(d, n, k, ms)
-            points = [time_beside_torch(d, m, n, k, replays=replays) for m in timing_points(rng)] if correct else []
-            apply_check(rng, {"gpu": gpu, "num_sms": num_sms, "correct": correct, "checked_Ms": len(ms),
-                              "max_rel_err": worst, "error": error, "points": points,
-                              "at": dt.datetime.now(dt.UTC).isoformat()})
-            used += rng["use"]
-            log.info(f"N={n} K={k} M {rng['m_lo']}-{rng['m_hi']}: {'evo' if rng['use'] else 'torch'} ({rng['reason']})")
+        used += _check_ranges(d, table, gpu, num_sms, replays)
+        _check_layouts(table, gpu, replays)
     d.manifest["verified"] = {"gpu": gpu, "at": dt.datetime.now(dt.UTC).isoformat(), "ranges_used": used}
     (folder / "manifest.json").write_text(json.dumps(d.manifest, indent=1))
     log.info(f"re-checked {folder} on {gpu}: {used} ranges use evo kernels, torch runs everywhere else")
