@@ -20,14 +20,20 @@ from __future__ import annotations
 import math
 import random
 import statistics
+import tarfile
+import tempfile
 from pathlib import Path
 
+from evo.archive import Archive
+from evo.archive.queries import evaluation_trace, resolve_run
 from evo.core.shapes import Shape
+from evo.search import cost_prior
 from evo.search.cost_model import CostModel, features, spearman
 from evo.search.cost_prior import ArchivedKernel, fit_rows, rows_from_archive
 
 HERE = Path(__file__).resolve().parents[1] / "archives"
 GRID = HERE / "sweep_shortlist_grid125_h200_v5.sqlite"
+COMPARE = Path(__file__).resolve().parent / "compare24_h200_run3" / "archives.tgz"
 OTHERS = {"llm_layers shortlist": HERE / "sweep_shortlist_llm_layers_h200.sqlite",
           "random sweep, 8 shapes": HERE / "random_8shapes_h200.sqlite",
           "random sweep, 2 gap shapes": HERE / "random_gap_shapes_h200.sqlite"}
@@ -112,10 +118,51 @@ def main() -> None:
     per_shape = [score(fit({s: pooled[s] for s in pooled if s != held}), {held: pooled[held]}, rng)
                  for held in sorted(pooled)]
     print(line("random sweeps, one shape left out", pooled_scores(per_shape)))
+    compare_shapes(rng)
     print("rho: median (p25-p75) per-shape Spearman of predicted vs measured time. best 1/3: geomean of")
     print("(true best / best of the model's predicted best third) over shapes; random 1/3: the same for a")
     print("random third (mean of 200 draws). to best: evaluations in the model's order until one within 2%")
     print("of the shape's best; random to: the expected count in random order. cands: candidates per shape.")
+
+
+def compare_shapes(rng: random.Random) -> None:
+    """The shipped prior (evo/search/cost_prior.json, fit without these 14 shapes) on what `evo compare`
+    measured on them (benchmarks/search/compare24_h200_run3/archives.tgz): the shortlist arm's 24
+    picks per shape, where the heuristic order is known, and every kernel any arm measured."""
+    prior = cost_prior.load()
+    if prior is None or not COMPARE.exists():
+        return
+    model = CostModel(prior=prior)
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(COMPARE) as t:
+            t.extractall(tmp, filter="data")
+        folder = Path(tmp) / "compare24"
+        shortlist = load(folder / "shortlist.sqlite")
+        everything: dict[Shape, dict[str, tuple]] = {}
+        for path in sorted(folder.glob("*.sqlite")):
+            for shape, rows in load(path).items():
+                for kernel, y in rows:
+                    if kernel.id not in everything.setdefault(shape, {}) or y < everything[shape][kernel.id][1]:
+                        everything[shape][kernel.id] = (kernel, y)
+        heuristic = shortlist_order(folder / "shortlist.sqlite")
+    print(line("compare shapes, shortlist picks (prior)", score(model, shortlist, rng)))
+    every_kernel = {s: list(d.values()) for s, d in everything.items()}
+    print(line("compare shapes, all arms' kernels (prior)", score(model, every_kernel, rng)))
+    print(f"the same 24 shortlist picks per shape in the families' heuristic order: a pick within 2% of the best after "
+          f"{statistics.mean(heuristic):.1f} evaluations (mean over {len(heuristic)} shapes)")
+
+
+def shortlist_order(path: Path) -> list[int]:
+    """Per shape, evaluations in the sweep's own (heuristic, rank-major) order until one within 2% of its best."""
+    archive = Archive.open(path, create=False, readonly=True)
+    found: dict[Shape, list] = {}
+    for r in evaluation_trace(archive, resolve_run(archive, None)["id"]):  # speedups over one library time per shape
+        found.setdefault(Shape(r["M"], r["N"], r["K"]), []).append(r["speedup"] or 0.0)
+    out = []
+    for speedups in found.values():
+        best = max(speedups)
+        out.append(1 + next(i for i, x in enumerate(speedups) if x >= best / 1.02))
+    return out
 
 
 if __name__ == "__main__":
