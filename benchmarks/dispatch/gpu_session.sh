@@ -7,8 +7,9 @@
 # installed or as wheels in .whl/ (benchmarks/gpu_wheels.sh, carried to the machine). No network.
 # 1. installs this tree's evo into /tmp/site (and the .whl dependencies, if any);
 # 2. builds the extension (in the background, beside the sweep);
-# 3. sweeps the hopper family's shortlist over M = 1..512 for four Llama-3-8B weights
-#    (qkv 6144x4096, o 4096x4096, gate+up 28672x4096, down 4096x14336): 10 Ms each;
+# 3. sweeps every family's shortlist (7 per shape) over M = 1..512 for four Llama-3-8B weights
+#    (qkv 6144x4096, o 4096x4096, gate+up 28672x4096, down 4096x14336): 10 Ms each (the hopper family
+#    alone, SWEEP_FAMILY=family=hopper, beat torch at none of them on the H200: small M needs skinny);
 # 4. evo export --verify: dispatch tables, every range re-checked on this GPU (correct over the
 #    range, faster than torch beyond noise at its lowest, middle and highest M), and per (N, K) the
 #    torch path on W.T [K, N] beside nn.Linear's W [N, K] at the Ms torch serves (torch_layout);
@@ -51,9 +52,9 @@ m = e.load(); print('built' if m else e.why_not())") > "$OUT/extension_build.log
 BUILD=$!
 
 stamp sweep
-timeout -s INT ${SWEEP_S:-140} python3 -m evo sweep ${SWEEP_FAMILY-family=hopper} shapes=inline \
+timeout -s INT ${SWEEP_S:-170} python3 -m evo sweep ${SWEEP_FAMILY-} shapes=inline \
   "shapes.list=${SHAPES:-[1-512x6144x4096,1-512x4096x4096,1-512x28672x4096,1-512x4096x14336]}" \
-  sweep.sample=shortlist sweep.budget=${BUDGET:-2} evaluator.draws=1 evaluator.replays=5 evaluator.target_replay_ms=5 \
+  sweep.sample=shortlist sweep.budget=${BUDGET:-7} evaluator.draws=1 evaluator.replays=5 evaluator.target_replay_ms=5 \
   evaluator.timeout_s=20 'evaluator.libraries=[torch]' archive.path="$OUT/sweep.sqlite" search.progress=false \
   2>&1 | tail -25 | tee "$OUT/sweep.log"
 wait $BUILD; cat "$OUT/extension_build.log"
