@@ -65,9 +65,9 @@ HELP = {
         (("compare.budget=N", "evaluations per shape for every arm (default 24)"),
          ("compare.seeds=N", "seeds of the seeded arms (default 3)"),
          ("compare.out=DIR", "folder of the arms' archives and compare.json"),
-         ("compare.arms=[search,shortlist,random_tc,uniform]", "the arms to run (+ screened: the search with the "
-                                                               "cost model, search.screen_factor=3; + no_prior: the "
-                                                               "search without the cost model's prior)"),
+         ("compare.arms=[search,shortlist,random_tc,uniform]", "the arms to run (+ unscreened: the search without "
+                                                               "the cost model screening children; + no_prior: "
+                                                               "the search without the model's prior)"),
          ("compare.report_only=true", "only tabulate the finished arms in compare.out"),
          ("shapes=NAME", "shape set")),
         ("evo compare shapes=llm_layers compare.budget=24 llm=none compare.out=runs/compare24",)),

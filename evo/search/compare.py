@@ -8,7 +8,10 @@ own archive under `compare.out` (so GPU outputs can be kept, and a stopped compa
     shortlist  `evo sweep sweep.sample=shortlist` (deterministic: once)  shortlist.sqlite
     random_tc  a seeded random sweep of the tensor-core families         random_tc.seed{n}.sqlite
     screened   the search with the cost model screening children         screened.seed{n}.sqlite
-               (search.screen_factor=3; not in the default arms)
+               (search.screen_factor at least 3, the default; not in the
+               default arms: the same as `search` unless screening was set)
+    unscreened the search with every child evaluated                     unscreened.seed{n}.sqlite
+               (search.screen_factor=1; not in the default arms)
     no_prior   the search without the cost model's prior                 no_prior.seed{n}.sqlite
                (search.cost_prior=off: seeds and picks in the shortlist's
                heuristic order; not in the default arms)
@@ -42,9 +45,9 @@ from evo.core.summary import geomean
 
 log = logging.getLogger(__name__)
 
-SEEDED = ("search", "uniform", "random_tc", "screened", "no_prior")
-SEARCHES = ("search", "uniform", "screened", "no_prior")
-ORDER = ("search", "screened", "no_prior", "uniform", "random_tc", "shortlist")
+SEEDED = ("search", "uniform", "random_tc", "screened", "unscreened", "no_prior")
+SEARCHES = ("search", "uniform", "screened", "unscreened", "no_prior")
+ORDER = ("search", "screened", "unscreened", "no_prior", "uniform", "random_tc", "shortlist")
 REFERENCE = "shortlist"
 TENSOR_CORE = ["ampere", "hopper"]
 
@@ -76,6 +79,8 @@ def arm_config(c: EvoConfig, arm: str, seed: int) -> EvoConfig:
     a.mutator.policy = "uniform" if arm == "uniform" else c.mutator.policy
     if arm == "screened":
         a.search.screen_factor = max(3, c.search.screen_factor)
+    if arm == "unscreened":
+        a.search.screen_factor = 1
     if arm == "no_prior":
         a.search.cost_prior = "off"
     a.sweep.budget = c.compare.budget
