@@ -108,11 +108,13 @@ def _derive(p: Params) -> dict[str, str]:
 
 
 def _fit_stages(p: Params) -> Params | None:
-    """The deepest pipeline that fits, or None. Deeper is better wherever it fits: on the H200 the
-    same configuration with 6 stages instead of 5 ran 3.7-5.6% faster on 77x4096x4096, 197x3072x768,
-    256x4096x1024 and 1024^3, and 7 stages 8-15% (paired kernels measured by the third `evo compare`,
-    benchmarks/README.md); no shape measured slower beyond noise (it was capped at 5 before)."""
-    for stages in (7, 6, 5, 4, 3, 2):
+    """The deepest pipeline that fits (up to 7 stages without split-K, 5 with), or None. Measured on
+    the H200, the same kernels (same genome and compile options) paired by the third `evo compare`
+    (benchmarks/README.md): without split-K, 6 stages instead of 5 ran 4.6% faster (geomean of 49
+    pairs, none slower by 2%) and 7 stages 10.4% (19 pairs); with split-K over L2 atomics 6 and 7
+    stages were no faster (0.999, 0.986), and a shortlist sweep with 7 there lost 5% on 77x4096x4096."""
+    deepest = 7 if p["SPLIT_K"] == 1 else 5
+    for stages in range(deepest, 1, -1):
         q = dict(p, STAGES=stages)
         if _problem(q) is None:
             return q
