@@ -187,6 +187,12 @@ def throttling(a: Archive, run_id: int) -> dict:
             "library": library, "library_throttled": lib[0], "library_clock_mhz": lib[1]}
 
 
+def run_timings(a: Archive, run_id: int) -> list[dict]:
+    """Every evaluation of a run in the order recorded: kernel_id, M, N, K, status, time_ms."""
+    return list(a.db.query("select kernel_id, M, N, K, status, time_ms from evaluations where run_id = ? order by id",
+                           [run_id]))
+
+
 def correct_timings(a: Archive) -> list[dict]:
     """Every kernel's best correct time on each shape and GPU, with its source and family and the GPU's
     measured peaks (what a cost model is fit to): M, N, K, gpu, time_ms, kernel_id, source, family,

@@ -158,6 +158,9 @@ class CompareConfig:
     out: str = "runs/compare"  # folder of the arms' archives and compare.json
     arms: list[str] = field(default_factory=lambda: ["search", "shortlist", "random_tc", "uniform"])
     report_only: bool = False  # only tabulate the finished arms found in `out`
+    # every arm's per-shape best timed again side by side, this many rounds (0: not), so that no arm's
+    # figure is the luckiest of many draws (evo/search/retime.py)
+    retime_rounds: int = 3
 
 
 #: the arms `evo compare` knows (evo.search.compare implements exactly these)
@@ -230,6 +233,8 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     _at_least("search.shapes_per_child", c.search.shapes_per_child, 1)
     _at_least("search.seeds_per_shape", c.search.seeds_per_shape, 1)
     _at_least("search.seed_pool", c.search.seed_pool, 1)
+    if c.compare.retime_rounds < 0:
+        raise ConfigError(f"compare.retime_rounds={c.compare.retime_rounds}: must be 0 (no re-timing) or more")
     if c.search.cost_prior not in ("auto", "on", "off"):
         raise ConfigError(f"search.cost_prior={c.search.cost_prior!r}: must be auto, on or off")
     _at_least("search.screen_factor", c.search.screen_factor, 1)

@@ -21,9 +21,23 @@ def test_compare_runs_every_arm_at_the_same_budget_and_keeps_finished_arms(tmp_p
     assert result["arms"]["shortlist"]["geomean_vs_shortlist"] == [1.0]
     assert (out / "compare.json").is_file()
     runs_before = [Archive.open(archive_path(out, "search", s)).last_run()["id"] for s in (0, 1)]
-    again = run_compare(c, raw)  # everything finished: tabulated again, nothing re-run
+    # every arm's bests were timed again, side by side, in a session of their own
+    retimed = Archive.open(out / "retime.sqlite")
+    run = retimed.last_run()
+    assert result["retimed"] and run["kind"] == "retime" and run["status"] == "finished"
+    bests = {(e["kernel_id"], e["M"], e["N"], e["K"]) for arm, seed in
+             [("shortlist", 0)] + [(a, s) for a in ("search", "uniform", "random_tc") for s in (0, 1)]
+             for e in Archive.open(archive_path(out, arm, seed)).db.query("select kernel_id, M, N, K from elites")}
+    timed = list(retimed.db.query("select kernel_id, M, N, K from evaluations where run_id = ?", [run["id"]]))
+    assert len(timed) == 3 * len(bests) and {tuple(t.values()) for t in timed} == bests  # 3 rounds each
+    assert all(len(v) == 2 for a, v in ((a, r["geomean_vs_shortlist_retimed"]) for a, r in result["arms"].items())
+               if a != "shortlist")
+    again = run_compare(c, raw)  # everything finished: tabulated again, nothing re-run, not even the re-timing
     assert [Archive.open(archive_path(out, "search", s)).last_run()["id"] for s in (0, 1)] == runs_before
     assert again["arms"]["search"]["geomean_vs_shortlist"] == result["arms"]["search"]["geomean_vs_shortlist"]
+    assert Archive.open(out / "retime.sqlite").last_run()["id"] == run["id"]
+    assert again["arms"]["search"]["geomean_vs_shortlist_retimed"] == \
+        result["arms"]["search"]["geomean_vs_shortlist_retimed"]
 
 
 def test_evaluations_to_95_count_per_shape():

@@ -15,6 +15,9 @@
 # script again; it starts from that copy and runs only what is missing (a search arm cut short is
 # resumed). Arms run in this order: shortlist, then seed 0 (search, random_tc, uniform), seed 1, ...
 # so the first command already gives search vs shortlist vs random at seed 0 (~4 arms in ~9 min).
+# After the arms, evo compare re-times every arm's per-shape bests side by side (compare.retime_rounds=3:
+# 3 x 14 x (arms x seeds + 1) evaluations, ~550 for the full set, ~1-2 min on two H200s); the "re-timed"
+# row is the one to read (docs/search.md). A command cut at LIMIT_S before it re-times: the next one does.
 # At BUDGET=96 one arm is 1344 evaluations (~6-8 min): one arm per command, so ARMS='[search,shortlist]'
 # (two commands) answers "search vs shortlist at 96"; a search arm cut at LIMIT_S resumes next time.
 set -u

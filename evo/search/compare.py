@@ -21,8 +21,10 @@ The table gives, per shape and arm, the per-shape best time's ratio to the short
 as geomean over seeds with the min-max spread; the geomean row over shapes; the "by speedup" row,
 the geomean of arm speedup / shortlist speedup (each over the libraries timed in its own run: a
 cross-check that differs from the time ratio where a library's time differed between runs, e.g.
-when cuBLASLt's autotuning picked another algorithm); and, per arm, how
-many evaluations on a shape it took to reach 95% of that shape's final best (mean over shapes).
+when cuBLASLt's autotuning picked another algorithm); the "re-timed" row, the same time ratio on
+every arm's bests timed again side by side after the arms (retime.py: no arm's figure is then the
+luckiest of its many draws; the row to read); and, per arm, how many evaluations on a shape it took
+to reach 95% of that shape's final best (mean over shapes).
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ from evo.config import EvoConfig, as_dict
 from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import Shape, build_shape_set
 from evo.core.summary import geomean
+from evo.search.retime import bests, retime, stored
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,8 @@ class ArmRun:
     best_ms: dict[Shape, float] = field(default_factory=dict)
     speedup: dict[Shape, float] = field(default_factory=dict)
     to_95: dict[Shape, int] = field(default_factory=dict)  # evaluations on the shape to 95% of its final best
+    best_kernel: dict[Shape, str] = field(default_factory=dict)
+    retimed_ms: dict[Shape, float] = field(default_factory=dict)  # the best kernel timed again (retime.py)
     evaluations: int = 0
     operators: dict[str, dict] = field(default_factory=dict)  # per operator: uses, new shape bests, ...
 
@@ -125,6 +130,7 @@ def read_arm(path: Path, arm: str, seed: int) -> ArmRun:
         for row in elites(a, run["id"]):
             shape = Shape(row["M"], row["N"], row["K"])
             r.best_ms[shape], r.speedup[shape] = row["time_ms"], row["speedup"]
+            r.best_kernel[shape] = row["kernel_id"]
         trace = evaluation_trace(a, run["id"])
         r.operators = operator_use(a, run["id"])
     finally:
@@ -163,7 +169,7 @@ def comparison(runs: list[ArmRun], shapes: list[Shape]) -> dict:
     result: dict = {"shapes": [str(s) for s in shapes], "arms": {}}
     for arm in arms:
         mine = [r for r in runs if r.arm == arm]
-        per_shape, geo_ratio, geo_by_speedup, geo_speedup, to95 = {}, [], [], [], []
+        per_shape, geo_ratio, geo_by_speedup, geo_speedup, to95, geo_retimed = {}, [], [], [], [], []
         for s in shapes:
             ratios = [ref.best_ms[s] / r.best_ms[s] for r in mine if ref and s in ref.best_ms and s in r.best_ms]
             per_shape[str(s)] = {"vs_shortlist": ratios, "vs_library": [r.speedup[s] for r in mine if s in r.speedup]}
@@ -173,12 +179,15 @@ def comparison(runs: list[ArmRun], shapes: list[Shape]) -> dict:
                                           if s in ref.best_ms and s in r.best_ms]))
                 geo_by_speedup.append(geomean([r.speedup[s] / ref.speedup[s] for s in shapes
                                                if ref.speedup.get(s) and r.speedup.get(s)]))
+                geo_retimed.append(geomean([ref.retimed_ms[s] / r.retimed_ms[s] for s in shapes
+                                            if s in ref.retimed_ms and s in r.retimed_ms]))
             geo_speedup.append(geomean([r.speedup.get(s) for s in shapes]))
             if r.to_95:
                 to95.append(statistics.mean(r.to_95.values()))
         result["arms"][arm] = {"seeds": [r.seed for r in mine], "per_shape": per_shape,
                                "geomean_vs_shortlist": [g for g in geo_ratio if g],
                                "geomean_speedup_vs_shortlist": [g for g in geo_by_speedup if g],
+                               "geomean_vs_shortlist_retimed": [g for g in geo_retimed if g],
                                "geomean_vs_library": [g for g in geo_speedup if g],
                                "mean_evaluations_to_95": to95, "evaluations": [r.evaluations for r in mine],
                                "operators": _operators_over_seeds(mine)}
@@ -213,6 +222,9 @@ def format_comparison(result: dict) -> str:
                 + [spread(result["arms"][a]["geomean_vs_library"]) for a in arms])
     rows.append(["by speedup"] + [spread(result["arms"][a].get("geomean_speedup_vs_shortlist", [])) for a in others]
                 + ["" for _ in arms])
+    if any(result["arms"][a].get("geomean_vs_shortlist_retimed") for a in others):
+        rows.append(["re-timed"] + [spread(result["arms"][a]["geomean_vs_shortlist_retimed"]) for a in others]
+                    + ["" for _ in arms])
     to95 = [[a, f"{statistics.mean(v):.1f}" if (v := result["arms"][a]["mean_evaluations_to_95"]) else "-",
              ", ".join(map(str, result["arms"][a]["evaluations"]))] for a in arms]
     searches = [a for a in arms if a in SEARCHES]
@@ -233,6 +245,28 @@ def _operator_cell(use: dict | None) -> str:
     return f"{use['uses']} / {use['new_bests']} / {mean}"
 
 
+def _add_retimed(c: EvoConfig, runs: list[ArmRun], done: list[tuple[str, int]]) -> None:
+    """Fill each run's re-timed bests: timed now (unless report_only or compare.retime_rounds=0), or
+    read from the last re-timing in compare.out when it covered every best of these runs."""
+    out = Path(c.compare.out)
+    if not runs or not any(r.arm == REFERENCE for r in runs):
+        return
+    wanted = {(r.best_kernel[s], s) for r in runs for s in r.best_kernel}
+    medians = stored(out, wanted)
+    if medians is None and not c.compare.report_only and c.compare.retime_rounds > 0:
+        candidates = {}
+        for arm, seed in done:
+            for shape, cand in bests(archive_path(out, arm, seed)).items():
+                candidates[(cand.id, shape)] = cand
+        medians = retime(c, candidates)
+    if medians is None:
+        log.info("compare: the bests were not re-timed (compare.retime_rounds=0, or report_only with no "
+                 "re-timing of these arms in compare.out): the table's ratios are the arms' own best draws")
+        return
+    for r in runs:
+        r.retimed_ms = {s: medians[(k, s)] for s, k in r.best_kernel.items() if (k, s) in medians}
+
+
 def run_compare(c: EvoConfig, raw=None) -> dict:
     """Run the arms not finished yet in `compare.out` (seed by seed), then tabulate every finished one.
     Returns the comparison (also written to `compare.out`/compare.json)."""
@@ -251,12 +285,16 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
             run_arm(c, arm, seed)
     runs = [read_arm(archive_path(out, arm, seed), arm, seed) for arm, seed in plan
             if finished(archive_path(out, arm, seed))]
+    _add_retimed(c, runs, [(arm, seed) for arm, seed in plan if finished(archive_path(out, arm, seed))])
     result = comparison(runs, shapes)
+    result["retimed"] = any(r.retimed_ms for r in runs)
     result["budget_per_shape"] = c.compare.budget
     result["backend"] = c.evaluator.backend
     result["config"] = as_dict(raw, fallback=c)
     (out / "compare.json").write_text(json.dumps(result, indent=1, default=str))
     log.info(f"{simulated_note(c.evaluator.backend)}per-shape best of each arm at {c.compare.budget} evaluations "
-             f"per shape, over seeds (geomean [min-max]); vs shortlist = shortlist time / arm time\n" + format_comparison(result),
+             f"per shape, over seeds (geomean [min-max]); vs shortlist = shortlist time / arm time; re-timed = the same "
+             f"on every arm's bests timed again side by side ({c.compare.retime_rounds} rounds, median)\n"
+             + format_comparison(result),
              extra=RESULT)
     return result

@@ -1,0 +1,91 @@
+"""`evo compare`'s last step: every arm's per-shape best kernel timed again, side by side.
+
+An arm's per-shape best is the fastest of many noisy measurements, so it reads faster than the
+kernel is (the winner's curse), and more so for a search, which measures many near-copies of its
+best kernel (a compile option that changes nothing, one more stage): on the H200 one kernel's time
+varies by 0.45% (sd) between evaluations, and the best of ten draws of one kernel reads about 0.7%
+fast. A search that "beats" a sweep by 1% could be doing nothing but drawing more often. So the
+bests of every arm and seed (the shortlist's too) are evaluated again in one session, in
+`compare.retime_rounds` rounds, each round in its own shuffled order, and each kernel's re-timed
+time is the median of its rounds: a fresh measurement no selection has touched, for every arm alike.
+Kept in `compare.out`/retime.sqlite (a later `compare.report_only=true` reads it back).
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import statistics
+from pathlib import Path
+
+from evo.archive import Archive
+from evo.archive.queries import elites, kernel_source, run_timings
+from evo.config import EvoConfig
+from evo.core.kernel import Candidate
+from evo.core.shapes import Shape
+from evo.search.session import recorded_session
+
+log = logging.getLogger(__name__)
+
+RETIME_ARCHIVE = "retime.sqlite"
+
+
+def bests(path: Path) -> dict[Shape, Candidate]:
+    """An arm's per-shape best kernel, from its archive."""
+    a = Archive.open(path, create=False, readonly=True)
+    try:
+        run = a.last_run()
+        assert run is not None
+        return {Shape(e["M"], e["N"], e["K"]): Candidate(kernel_source(a, e["kernel_id"]), e["family"],
+                                                         e["params_json"] or "{}", e["operator"] or "seed")
+                for e in elites(a, run["id"])}
+    finally:
+        a.close()
+
+
+def retime(c: EvoConfig, wanted: dict[tuple[str, Shape], Candidate]) -> dict[tuple[str, Shape], float]:
+    """Time every (kernel, shape) of `wanted` again, `compare.retime_rounds` times in shuffled orders,
+    in a session of its own recorded in `compare.out`/retime.sqlite; returns the median per pair
+    (pairs that failed every round are left out)."""
+    r = copy.deepcopy(c)
+    r.archive.path = str(Path(c.compare.out) / RETIME_ARCHIVE)
+    pairs = sorted(wanted.items(), key=lambda kv: (kv[0][1].M, kv[0][1].N, kv[0][1].K, kv[0][0]))
+    rng = random.Random(c.search.seed)
+    order = []
+    for _ in range(c.compare.retime_rounds):
+        turn = [(cand, shape) for (_, shape), cand in pairs]
+        rng.shuffle(turn)
+        order += turn
+    log.info(f"compare: re-timing {len(pairs)} per-shape bests of every arm, {c.compare.retime_rounds} rounds "
+             f"({len(order)} evaluations) in {r.archive.path}")
+    with recorded_session(r, kind="retime") as s:
+        for cand in {cand.id: cand for cand, _ in order}.values():
+            s.evaluator.prepare(cand)
+        times: dict[tuple[str, Shape], list[float]] = {}
+        for e in s.evaluator.evaluate(order, measure_libraries=False):
+            if e.ok and e.time_ms:
+                times.setdefault((e.kernel_id, e.shape), []).append(e.time_ms)
+    return {key: statistics.median(ts) for key, ts in times.items()}
+
+
+def stored(out: Path, wanted: set[tuple[str, Shape]]) -> dict[tuple[str, Shape], float] | None:
+    """The re-timed medians of the last finished re-timing in `out`, if it timed every pair wanted
+    (a pair that failed there is left out of the medians, as `retime` leaves it)."""
+    path = out / RETIME_ARCHIVE
+    if not path.is_file():
+        return None
+    a = Archive.open(path, create=False, readonly=True)
+    try:
+        run = a.last_run("retime")
+        if run is None or run["status"] != "finished":
+            return None
+        times: dict[tuple[str, Shape], list[float]] = {}
+        tried = set()
+        for row in run_timings(a, run["id"]):
+            key = (row["kernel_id"], Shape(row["M"], row["N"], row["K"]))
+            tried.add(key)
+            if row["status"] == "ok" and row["time_ms"]:
+                times.setdefault(key, []).append(row["time_ms"])
+    finally:
+        a.close()
+    return {key: statistics.median(ts) for key, ts in times.items()} if wanted <= tried else None
