@@ -39,6 +39,9 @@ HELP = {
          ("islands.n=N islands.population=N", "number and size of the islands"),
          ("llm=default|none|anthropic|replay", "LLM operators (default: on when ANTHROPIC_API_KEY is set)"),
          ("evaluator=gpu|simulated", "the GPU, or the CPU test double (modelled times, never measurements)"),
+         ("search.cost_prior=auto|on|off", "start the cost model from its H200 prior (auto: on a GPU only)"),
+         ("search.screen_factor=K", "make K times the children, evaluate the 1/K the cost model ranks best "
+                                    "(default 3; 1: every child)"),
          ("archive.path=FILE", "the SQLite archive (default runs/evo.sqlite)"),
          ("+experiment=quick|long|...", "a preset")),
         ("evo run +experiment=quick", "evo run shapes=llm_layers archive.path=runs/llama.sqlite",
@@ -67,7 +70,8 @@ HELP = {
          ("compare.out=DIR", "folder of the arms' archives and compare.json"),
          ("compare.arms=[search,shortlist,random_tc,uniform]", "the arms to run (+ unscreened: the search without "
                                                                "the cost model screening children; + no_prior: "
-                                                               "the search without the model's prior)"),
+                                                               "without the model's prior; + screened: at least "
+                                                               "search.screen_factor=3)"),
          ("compare.report_only=true", "only tabulate the finished arms in compare.out"),
          ("shapes=NAME", "shape set")),
         ("evo compare shapes=llm_layers compare.budget=24 llm=none compare.out=runs/compare24",)),

@@ -64,6 +64,7 @@ class ArmRun:
     speedup: dict[Shape, float] = field(default_factory=dict)
     to_95: dict[Shape, int] = field(default_factory=dict)  # evaluations on the shape to 95% of its final best
     best_kernel: dict[Shape, str] = field(default_factory=dict)
+    backend: str = "gpu"  # where the arm ran (its run record): a table of simulated arms says so
     retimed_ms: dict[Shape, float] = field(default_factory=dict)  # the best kernel timed again (retime.py)
     evaluations: int = 0
     operators: dict[str, dict] = field(default_factory=dict)  # per operator: uses, new shape bests, ...
@@ -126,7 +127,7 @@ def read_arm(path: Path, arm: str, seed: int) -> ArmRun:
     try:
         run = a.last_run()
         assert run is not None
-        r = ArmRun(arm, seed)
+        r = ArmRun(arm, seed, backend=run.get("backend") or "gpu")
         for row in elites(a, run["id"]):
             shape = Shape(row["M"], row["N"], row["K"])
             r.best_ms[shape], r.speedup[shape] = row["time_ms"], row["speedup"]
@@ -289,10 +290,12 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
     result = comparison(runs, shapes)
     result["retimed"] = any(r.retimed_ms for r in runs)
     result["budget_per_shape"] = c.compare.budget
-    result["backend"] = c.evaluator.backend
+    # simulated if any arm was (read from the archives: report_only over simulated arms is labelled too)
+    backend = "simulated" if any(r.backend == "simulated" for r in runs) else c.evaluator.backend
+    result["backend"] = backend
     result["config"] = as_dict(raw, fallback=c)
     (out / "compare.json").write_text(json.dumps(result, indent=1, default=str))
-    log.info(f"{simulated_note(c.evaluator.backend)}per-shape best of each arm at {c.compare.budget} evaluations "
+    log.info(f"{simulated_note(backend)}per-shape best of each arm at {c.compare.budget} evaluations "
              f"per shape, over seeds (geomean [min-max]); vs shortlist = shortlist time / arm time; re-timed = the same "
              f"on every arm's bests timed again side by side ({c.compare.retime_rounds} rounds, median)\n"
              + format_comparison(result),

@@ -107,9 +107,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("archives", nargs="+", help="archives of sweeps or searches on one GPU model")
     ap.add_argument("--exclude", default="", help="shapes to hold out, e.g. 1x6144x4096,77x4096x4096")
     ap.add_argument("--gpu", default="NVIDIA H200", help="the GPU model the archives were measured on")
-    ap.add_argument("--out", type=Path, default=PRIOR_PATH)
+    ap.add_argument("--out", type=Path, default=PRIOR_PATH,
+                    help=f"where to write it (default: the prior this evo ships and loads, {PRIOR_PATH})")
     a = ap.parse_args(argv)
     excluded = [s for s in a.exclude.replace("[", "").replace("]", "").split(",") if s.strip()]
+    if not excluded:
+        print("no shapes held out (--exclude): evo compare on any of these archives' shapes will measure a prior "
+              "that has seen them")
     prior = build(a.archives, exclude=frozenset(Shape.parse(s.strip()) for s in excluded), gpu=a.gpu)
     save(prior, a.out, sources=[Path(p).name for p in a.archives], exclude=excluded)
     print(f"wrote {a.out}: {prior.rows} measurements, {prior.n_features} features")

@@ -44,7 +44,7 @@ from evo.mutators.policy import OperatorPolicy
 from evo.mutators.rewards import reward
 from evo.mutators.structural import OPERATORS, config_key
 from evo.search.allocation import ShapeAllocator
-from evo.search.cost_model import CostModel, Prior, features, screen
+from evo.search.cost_model import MIN_ROWS, CostModel, Prior, features, screen
 from evo.search.overlap import in_background
 from evo.search.state import Plan, SearchState
 from evo.search.sweep import plan as shortlist
@@ -199,9 +199,20 @@ class Search:
     def _prior(self, evaluator: Evaluator) -> Prior | None:
         wanted = self.c.search.cost_prior
         if wanted == "off" or (wanted == "auto" and evaluator.backend != "gpu"):
+            log.info(f"cost model: no prior (search.cost_prior={wanted}"
+                     f"{', the simulated backend' if evaluator.backend != 'gpu' else ''}): it ranks after "
+                     f"{MIN_ROWS} measurements of this run")
             return None
         from evo.search import cost_prior  # here: `python -m evo.search.cost_prior` imports this module first
-        return cost_prior.load()
+        prior = cost_prior.load()
+        if prior is None:
+            log.info(f"cost model: no prior found ({cost_prior.PRIOR_PATH}): it ranks after {MIN_ROWS} measurements")
+        else:
+            log.info(f"cost model: starts from its prior ({prior.rows} measurements on {prior.gpu})")
+            if evaluator.backend != "gpu":
+                log.warning(f"search.cost_prior=on with evaluator={evaluator.backend}: a prior fit to {prior.gpu} "
+                            f"measurements ranks modelled times")
+        return prior
 
     def predict(self, pairs: list[tuple[Candidate, Shape]]) -> list[float] | None:
         """The cost model's predicted log(time / floor) of each (candidate, shape), or None when it
