@@ -336,3 +336,18 @@ def test_a_wasted_evaluation_costs_more_than_a_duplicate_and_a_gain_beyond_noise
     gain = reward(Status.OK, 0.88, 0.80, cfg)
     assert wasted == noise == -cfg.evaluation_cost < reward(Status.OK, 0.5, 0.8, cfg, duplicate=True) < 0 < gain
     assert abs(gain - math.log(1.1)) < 1e-9
+
+
+def test_a_feature_the_prior_never_saw_is_still_shrunk_towards_it():
+    """A feature constant in the prior's data (sd 0, weight 0: the shipped prior saw no compile
+    options) is pulled towards the prior like the others: one measurement with it does not set its
+    weight outright, and nothing divides by its ~0 sd."""
+    import numpy as np
+
+    from evo.search.cost_model import CostModel, Prior
+    prior = Prior("test", np.array([0.0, 0.0]), np.array([1.0, 1e-9]), np.array([1.0, 0.0, 0.0]), 100)
+    model = CostModel(prior=prior)
+    model.add("seen", [1.0, 0.0], 1.0)
+    model.add("new", [0.0, 1.0], -0.5)  # the prior predicts 0 for it: 0.5 faster than that
+    effect = model.predict([[0.0, 1.0]])[0]
+    assert np.isfinite(model._w).all() and -0.25 < effect < 0.0  # unshrunk it was -0.5

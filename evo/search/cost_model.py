@@ -112,7 +112,10 @@ class CostModel:
         y = np.array([r[2] for r in rows], dtype=float)
         if self.prior is not None:  # the prior's scale, and a pull towards its weights
             X = np.array([r[1] for r in rows], dtype=float).reshape(len(rows), self.prior.n_features)
-            self._mu, self._sd = self.prior.mu, self.prior.sd
+            # a feature constant in the prior's data (the shipped prior saw no compile options: sd 0,
+            # weight 0) is scaled by 1, not by that ~0 sd: divided by ~1e-9 its column dwarfs the
+            # penalty, and a run's first kernel with such a feature would set its weight unshrunk
+            self._mu, self._sd = self.prior.mu, np.where(self.prior.sd < 1e-6, 1.0, self.prior.sd)
             Z = np.hstack([(X - self._mu) / self._sd, np.ones((len(X), 1))])
             reg = self.prior_strength * np.eye(len(self.prior.w))
             self._w = np.linalg.solve(Z.T @ Z + reg, Z.T @ y + reg @ self.prior.w)

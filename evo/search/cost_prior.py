@@ -98,7 +98,7 @@ def load(path: Path = PRIOR_PATH) -> Prior | None:
         log.warning(f"{path} was fit to {len(d['mu'])} features, the cost model has {n}: the search starts "
                     f"without a prior (rebuild it: python -m evo.search.cost_prior ARCHIVE...)")
         return None
-    # a feature constant in the fit has sd ~0, stored as 0: keep it from dividing by zero
+    # a feature constant in the fit has sd ~0, stored as 0 (CostModel.fit scales such a feature by 1)
     return Prior(d["gpu"], np.array(d["mu"]), np.maximum(np.array(d["sd"]), 1e-9), np.array(d["w"]), int(d["rows"]))
 
 
