@@ -61,8 +61,10 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
 def _option_features(source: str, stages: int, k_steps: float) -> list[float]:
     """The compile options (compile_options.py) and how deep the pipeline is against the K loop: on
     the H200 the search's new bests over the shortlist were register caps and 6-7 stages where K
-    gives 12-16 steps, which the genome features alone could not tell apart. With these, the prior
-    (fit without the compare shapes) ranks the kernels every arm of the H200 compare measured on them
+    gives 12-16 steps, which the genome features alone could not tell apart. The shipped prior's
+    archives have no compile options (its weights for them are 0: a run learns them from its own
+    measurements), so what it gained is the depth features': the prior (fit without the compare
+    shapes) ranks the kernels every arm of the H200 compare measured on them
     with a median Spearman of 0.82 (0.75 without), and in its order a kernel within 2% of a shape's
     best comes after 14.7 evaluations (22.7 without; random order 16.4): benchmarks/search/cost_model_h200.py."""
     try:
