@@ -351,3 +351,14 @@ def test_a_feature_the_prior_never_saw_is_still_shrunk_towards_it():
     model.add("new", [0.0, 1.0], -0.5)  # the prior predicts 0 for it: 0.5 faster than that
     effect = model.predict([[0.0, 1.0]])[0]
     assert np.isfinite(model._w).all() and -0.25 < effect < 0.0  # unshrunk it was -0.5
+
+
+def test_cost_prior_on_without_a_usable_prior_says_how_to_get_one(tmp_path, monkeypatch, compile_cache):
+    from evo.core.errors import ConfigError
+    from evo.search import cost_prior
+    monkeypatch.setattr(cost_prior, "load", lambda: None)  # as when missing or fit to other features
+    c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[77x4096x4096]", "llm=none",
+                      "search.progress=false", "search.max_evaluations=4", "search.cost_prior=on",
+                      f"archive.path={tmp_path / 'a.sqlite'}"])
+    with pytest.raises(ConfigError, match="rebuild it with `python -m evo.search.cost_prior"):
+        run_search(c, raw)
