@@ -261,6 +261,7 @@ def test_the_cost_models_prior_ranks_before_any_measurement_and_yields_to_measur
     fresh = CostModel(prior=prior)
     held = [features(c, s) for c, s, _ in data[200:]]
     assert fresh.ready and not CostModel().ready
+    assert fresh.predict([]) == []
     assert np.allclose(fresh.predict(held), fitted.predict(held))  # no rows: the prior's predictions
     # a prior that is wrong (every weight flipped) is overruled by enough measurements
     wrong = CostModel(prior=Prior("test", fitted._mu, fitted._sd, -fitted._w, 200))

@@ -131,6 +131,8 @@ class CostModel:
 
     def predict(self, xs: list[list[float]]) -> list[float]:
         """Predicted log(time / floor) per feature row."""
+        if not xs:  # np.array([]) is 1-d: it would not broadcast against the features
+            return []
         if self._w is None:
             self.fit()
         assert self._w is not None and self._mu is not None and self._sd is not None
