@@ -282,6 +282,10 @@ def test_the_shipped_prior_loads_and_a_prior_of_other_features_is_refused(tmp_pa
     d["mu"], d["sd"] = d["mu"][:-1], d["sd"][:-1]
     (tmp_path / "old.json").write_text(json.dumps(d))
     assert cost_prior.load(tmp_path / "old.json") is None and "rebuild it" in caplog.text
+    d = json.loads(cost_prior.PRIOR_PATH.read_text())
+    d["sd"] = d["sd"][:-1]  # a hand-edited file: the scale of one feature missing
+    (tmp_path / "cut.json").write_text(json.dumps(d))
+    assert cost_prior.load(tmp_path / "cut.json") is None
 
 
 def test_a_prior_is_built_from_an_archive_without_its_held_out_shapes(tmp_path, compile_cache):

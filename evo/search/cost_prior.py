@@ -95,7 +95,7 @@ def load(path: Path = PRIOR_PATH) -> Prior | None:
         return None
     d = json.loads(path.read_text())
     n = len(features(ArchivedKernel("", "", None), Shape(64, 64, 64)))  # type: ignore[arg-type]
-    if len(d["mu"]) != n or len(d["w"]) != n + 1:
+    if len(d["mu"]) != n or len(d["sd"]) != n or len(d["w"]) != n + 1:
         log.warning(f"{path} was fit to {len(d['mu'])} features, the cost model has {n}: the search starts "
                     f"without a prior (rebuild it: python -m evo.search.cost_prior ARCHIVE...)")
         return None
