@@ -81,6 +81,25 @@ def test_resume_after_a_crash_makes_the_same_decisions(tmp_path, uninterrupted, 
     assert fingerprint(tmp_path / "b.sqlite") == uninterrupted
 
 
+def test_resume_with_the_prior_and_screening_makes_the_same_decisions(tmp_path, monkeypatch):
+    """With the cost model's prior (on by default on a GPU) the model ranks from the first generation:
+    seeds, next_pick/change_family's picks and screening all read it, so a resumed run, which rebuilds
+    the model from the archive, must rank exactly as the uninterrupted one did."""
+    extra = ("search.cost_prior=on", "search.screen_factor=3")
+    c, raw = config(tmp_path, "a.sqlite", *extra)
+    run_search(c, raw)
+    want = fingerprint(tmp_path / "a.sqlite")
+    a = Archive.open(tmp_path / "a.sqlite")
+    assert a.get_state(a.last_run("search")["id"], "search")["screened_out"] > 0  # screening did decide
+    c, raw = config(tmp_path, "b.sqlite", *extra)
+    crash_after(monkeypatch, 23)
+    with pytest.raises(KeyboardInterrupt):
+        run_search(c, raw)
+    monkeypatch.undo()
+    resume(str(tmp_path / "b.sqlite"))
+    assert fingerprint(tmp_path / "b.sqlite") == want
+
+
 def test_resume_after_kill_minus_9(tmp_path, uninterrupted):
     path = tmp_path / "c.sqlite"
     cmd = [sys.executable, "-m", "evo", "run", *BASE, f"archive.path={path}"]

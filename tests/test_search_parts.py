@@ -261,6 +261,7 @@ def test_the_cost_models_prior_ranks_before_any_measurement_and_yields_to_measur
     fresh = CostModel(prior=prior)
     held = [features(c, s) for c, s, _ in data[200:]]
     assert fresh.ready and not CostModel().ready
+    assert fresh.predict([]) == []
     assert np.allclose(fresh.predict(held), fitted.predict(held))  # no rows: the prior's predictions
     # a prior that is wrong (every weight flipped) is overruled by enough measurements
     wrong = CostModel(prior=Prior("test", fitted._mu, fitted._sd, -fitted._w, 200))
@@ -281,6 +282,10 @@ def test_the_shipped_prior_loads_and_a_prior_of_other_features_is_refused(tmp_pa
     d["mu"], d["sd"] = d["mu"][:-1], d["sd"][:-1]
     (tmp_path / "old.json").write_text(json.dumps(d))
     assert cost_prior.load(tmp_path / "old.json") is None and "rebuild it" in caplog.text
+    d = json.loads(cost_prior.PRIOR_PATH.read_text())
+    d["sd"] = d["sd"][:-1]  # a hand-edited file: the scale of one feature missing
+    (tmp_path / "cut.json").write_text(json.dumps(d))
+    assert cost_prior.load(tmp_path / "cut.json") is None
 
 
 def test_a_prior_is_built_from_an_archive_without_its_held_out_shapes(tmp_path, compile_cache):
@@ -336,3 +341,29 @@ def test_a_wasted_evaluation_costs_more_than_a_duplicate_and_a_gain_beyond_noise
     gain = reward(Status.OK, 0.88, 0.80, cfg)
     assert wasted == noise == -cfg.evaluation_cost < reward(Status.OK, 0.5, 0.8, cfg, duplicate=True) < 0 < gain
     assert abs(gain - math.log(1.1)) < 1e-9
+
+
+def test_a_feature_the_prior_never_saw_is_still_shrunk_towards_it():
+    """A feature constant in the prior's data (sd 0, weight 0: the shipped prior saw no compile
+    options) is pulled towards the prior like the others: one measurement with it does not set its
+    weight outright, and nothing divides by its ~0 sd."""
+    import numpy as np
+
+    from evo.search.cost_model import CostModel, Prior
+    prior = Prior("test", np.array([0.0, 0.0]), np.array([1.0, 1e-9]), np.array([1.0, 0.0, 0.0]), 100)
+    model = CostModel(prior=prior)
+    model.add("seen", [1.0, 0.0], 1.0)
+    model.add("new", [0.0, 1.0], -0.5)  # the prior predicts 0 for it: 0.5 faster than that
+    effect = model.predict([[0.0, 1.0]])[0]
+    assert np.isfinite(model._w).all() and -0.25 < effect < 0.0  # unshrunk it was -0.5
+
+
+def test_cost_prior_on_without_a_usable_prior_says_how_to_get_one(tmp_path, monkeypatch, compile_cache):
+    from evo.core.errors import ConfigError
+    from evo.search import cost_prior
+    monkeypatch.setattr(cost_prior, "load", lambda: None)  # as when missing or fit to other features
+    c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[77x4096x4096]", "llm=none",
+                      "search.progress=false", "search.max_evaluations=4", "search.cost_prior=on",
+                      f"archive.path={tmp_path / 'a.sqlite'}"])
+    with pytest.raises(ConfigError, match="rebuild it with `python -m evo.search.cost_prior"):
+        run_search(c, raw)

@@ -13,8 +13,9 @@ own archive under `compare.out` (so GPU outputs can be kept, and a stopped compa
     unscreened the search with every child evaluated                     unscreened.seed{n}.sqlite
                (search.screen_factor=1; not in the default arms)
     no_prior   the search without the cost model's prior                 no_prior.seed{n}.sqlite
-               (search.cost_prior=off: seeds and picks in the shortlist's
-               heuristic order; not in the default arms)
+               (search.cost_prior=off: seeds in the shortlist's heuristic
+               order, picks too until the run's own model has 12
+               measurements; not in the default arms)
 
 The table gives, per shape and arm, the per-shape best time's ratio to the shortlist sweep's
 (shortlist time / arm time: > 1 is faster than the shortlist) and the speedup over the best library,

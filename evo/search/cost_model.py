@@ -61,8 +61,10 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
 def _option_features(source: str, stages: int, k_steps: float) -> list[float]:
     """The compile options (compile_options.py) and how deep the pipeline is against the K loop: on
     the H200 the search's new bests over the shortlist were register caps and 6-7 stages where K
-    gives 12-16 steps, which the genome features alone could not tell apart. With these, the prior
-    (fit without the compare shapes) ranks the kernels every arm of the H200 compare measured on them
+    gives 12-16 steps, which the genome features alone could not tell apart. The shipped prior's
+    archives have no compile options (its weights for them are 0: a run learns them from its own
+    measurements), so what it gained is the depth features': the prior (fit without the compare
+    shapes) ranks the kernels every arm of the H200 compare measured on them
     with a median Spearman of 0.82 (0.75 without), and in its order a kernel within 2% of a shape's
     best comes after 14.7 evaluations (22.7 without; random order 16.4): benchmarks/search/cost_model_h200.py."""
     try:
@@ -112,7 +114,10 @@ class CostModel:
         y = np.array([r[2] for r in rows], dtype=float)
         if self.prior is not None:  # the prior's scale, and a pull towards its weights
             X = np.array([r[1] for r in rows], dtype=float).reshape(len(rows), self.prior.n_features)
-            self._mu, self._sd = self.prior.mu, self.prior.sd
+            # a feature constant in the prior's data (the shipped prior saw no compile options: sd 0,
+            # weight 0) is scaled by 1, not by that ~0 sd: divided by ~1e-9 its column dwarfs the
+            # penalty, and a run's first kernel with such a feature would set its weight unshrunk
+            self._mu, self._sd = self.prior.mu, np.where(self.prior.sd < 1e-6, 1.0, self.prior.sd)
             Z = np.hstack([(X - self._mu) / self._sd, np.ones((len(X), 1))])
             reg = self.prior_strength * np.eye(len(self.prior.w))
             self._w = np.linalg.solve(Z.T @ Z + reg, Z.T @ y + reg @ self.prior.w)
@@ -126,6 +131,8 @@ class CostModel:
 
     def predict(self, xs: list[list[float]]) -> list[float]:
         """Predicted log(time / floor) per feature row."""
+        if not xs:  # np.array([]) is 1-d: it would not broadcast against the features
+            return []
         if self._w is None:
             self.fit()
         assert self._w is not None and self._mu is not None and self._sd is not None

@@ -6,9 +6,10 @@ fit to archives of earlier sweeps on the H200 (`cost_prior.json`, built by this 
 starts from it and pulls away from it as its own measurements arrive (ridge regression towards the
 prior's weights). Scored on H200 shapes it never saw (benchmarks/search/cost_model_h200.py), a fit
 like it ranks a shape's shortlist picks with a median rank correlation of 0.8-0.9, and its order
-reaches a pick within 2% of the shape's best in about 3 evaluations where the families' heuristic
-order takes 5. It ranks random genomes poorly (median 0.41) until fit on that kind of kernel: the
-search's own measurements of its mutants are what teach it those.
+reaches a pick within 2% of the shape's best in 2.9-3.4 evaluations where random order takes 6.2-6.8
+(the shipped prior on the 14 compare shapes: 4.5, the families' heuristic order 5.7). It ranks
+random genomes poorly (median 0.41) until fit on that kind of kernel: the search's own
+measurements of its mutants are what teach it those.
 
 Rebuild it after changing `features` (a prior whose feature count differs is ignored, with a
 warning) or with more archives:
@@ -94,11 +95,11 @@ def load(path: Path = PRIOR_PATH) -> Prior | None:
         return None
     d = json.loads(path.read_text())
     n = len(features(ArchivedKernel("", "", None), Shape(64, 64, 64)))  # type: ignore[arg-type]
-    if len(d["mu"]) != n or len(d["w"]) != n + 1:
+    if len(d["mu"]) != n or len(d["sd"]) != n or len(d["w"]) != n + 1:
         log.warning(f"{path} was fit to {len(d['mu'])} features, the cost model has {n}: the search starts "
                     f"without a prior (rebuild it: python -m evo.search.cost_prior ARCHIVE...)")
         return None
-    # a feature constant in the fit has sd ~0, stored as 0: keep it from dividing by zero
+    # a feature constant in the fit has sd ~0, stored as 0 (CostModel.fit scales such a feature by 1)
     return Prior(d["gpu"], np.array(d["mu"]), np.maximum(np.array(d["sd"]), 1e-9), np.array(d["w"]), int(d["rows"]))
 
 

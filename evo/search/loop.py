@@ -29,7 +29,7 @@ from evo.archive.elites import cell_of, elites, offer
 from evo.archive.ownership import Owner, check_owner
 from evo.archive.search_state import load_run, save_generation
 from evo.config import EvoConfig
-from evo.core.errors import EvoError
+from evo.core.errors import ConfigError, EvoError
 from evo.core.kernel import Candidate
 from evo.core.records import Outcome, Status
 from evo.core.rng import rng_from_json, rng_to_json
@@ -205,6 +205,10 @@ class Search:
             return None
         from evo.search import cost_prior  # here: `python -m evo.search.cost_prior` imports this module first
         prior = cost_prior.load()
+        if prior is None and wanted == "on":  # asked for: running without it would not be what was asked
+            raise ConfigError(f"search.cost_prior=on, but {cost_prior.PRIOR_PATH} is missing or fit to other "
+                              f"features than this evo's cost model (see the warning above): rebuild it with "
+                              f"`python -m evo.search.cost_prior ARCHIVE...`, or run with search.cost_prior=auto or off")
         if prior is None:
             log.info(f"cost model: no prior found ({cost_prior.PRIOR_PATH}): it ranks after {MIN_ROWS} measurements")
         else:
