@@ -219,3 +219,16 @@ def test_a_resume_that_fails_after_starting_leaves_the_run_resumable(tmp_path, m
     resume(str(path), overrides=["islands.n=3", "search.max_evaluations=16"])
     after = state(path)
     assert after["status"] == "finished" and after["config"]["islands"]["n"] == 3 and len(after["islands"]) == 3
+
+
+def test_a_run_stored_before_a_setting_existed_resumes_with_the_behaviour_it_started_with():
+    from evo.config import as_dict
+    from evo.search import resumed_config
+    c, _ = compose(["evaluator=simulated"])
+    stored = as_dict(c)
+    for group, key in (("search", "cost_prior"), ("mutator", "reward_against"), ("mutator", "evaluation_cost")):
+        del stored[group][key]  # as an older evo stored its runs
+    old = resumed_config(stored, [])
+    assert (old.search.cost_prior, old.mutator.reward_against, old.mutator.evaluation_cost) == ("off", "parent", 0.0)
+    new = resumed_config(as_dict(c), [])  # a run that stored them keeps what it stored
+    assert (new.search.cost_prior, new.mutator.reward_against) == ("auto", "best")

@@ -306,18 +306,31 @@ def test_a_prior_is_built_from_an_archive_without_its_held_out_shapes(tmp_path, 
 
 
 def test_a_search_with_the_prior_seeds_the_models_choice_of_each_shortlist(tmp_path, compile_cache):
-    from evo.search.loop import Search  # noqa: F401  (the seeds are read back from the archive)
-    shapes = "[77x4096x4096,1024x1024x1024]"
-    seeds = {}
+    import random as random_
+
+    from evo.search.cost_model import CostModel, features
+    from evo.search.cost_prior import load
+    from evo.search.sweep import plan
+    shapes = [Shape(77, 4096, 4096), Shape(1024, 1024, 1024)]
+    model = CostModel(prior=load())
+    expected = {"on": set(), "off": set()}  # (shape, kernel) of every seed: per shape, one pick per family
+    for shape in shapes:
+        for family in ("hopper", "ampere", "skinny"):  # one unspecialized island: both tensor-core families + skinny
+            pool = plan([family], shape, budget=12, sample="shortlist", rng=random_.Random(0), num_sms=132)
+            if pool:
+                predicted = model.predict([features(c, shape) for c in pool])
+                expected["on"].add((shape, pool[min(range(len(pool)), key=lambda i: (predicted[i], i))].id))
+                expected["off"].add((shape, pool[0].id))
     for prior in ("on", "off"):
-        c, raw = compose(["evaluator=simulated", "shapes=inline", f"shapes.list={shapes}", "llm=none",
-                          "search.progress=false", "search.max_evaluations=12", "islands.n=2", "search.seeds_per_shape=1",
-                          f"search.cost_prior={prior}", f"archive.path={tmp_path / (prior + '.sqlite')}"])
-        result = run_search(c, raw)
-        a = Archive.open(result.archive)
-        seeds[prior] = {(r["M"], r["N"], r["K"], r["kernel_id"]) for r in a.db.query(
+        c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[77x4096x4096,1024x1024x1024]",
+                          "llm=none", "search.progress=false", "search.max_evaluations=12", "islands.n=1",
+                          "islands.specialize=none", "search.seeds_per_shape=1", f"search.cost_prior={prior}",
+                          f"archive.path={tmp_path / (prior + '.sqlite')}"])
+        a = Archive.open(run_search(c, raw).archive)
+        seeds = {(Shape(r["M"], r["N"], r["K"]), r["kernel_id"]) for r in a.db.query(
             "select M, N, K, kernel_id from evaluations where generation = 0")}
-    assert seeds["on"] and seeds["off"] and seeds["on"] != seeds["off"]
+        assert seeds == expected[prior], prior
+    assert expected["on"] != expected["off"]  # the model's choice is not the shortlist's first pick
 
 
 def test_reward_against_best_credits_only_children_that_move_the_shape():

@@ -114,9 +114,19 @@ def resume(path: str, run_id: int | None = None, *, overrides: list[str] | None 
     return _search(c, resume_run=run["id"], store_config=bool(overrides), take_over=take_over)
 
 
+# Settings added after runs were stored, each with the value that does what evo did before it
+# existed: a run stored without one resumes as it started, not with the new default.
+ADDED_SINCE = {("search", "cost_prior"): "off", ("mutator", "reward_against"): "parent",
+               ("mutator", "evaluation_cost"): 0.0}
+
+
 def resumed_config(stored: dict, overrides: list[str], *, run_id: int = 0) -> EvoConfig:
     """A run's stored configuration with a resume's overrides (`key=value`, or `group=option` for
     the groups under evo.conf); ConfigError naming the override for a bad one or a FIXED key."""
+    stored = copy.deepcopy(stored)
+    for (group, key), before in ADDED_SINCE.items():
+        if isinstance(stored.get(group), dict) and key not in stored[group]:
+            stored[group][key] = before
     base = copy.deepcopy(stored)
     dotlist, groups = [], {}
     for o in overrides:
