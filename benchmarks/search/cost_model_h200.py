@@ -109,6 +109,10 @@ def main() -> None:
     for i, held in enumerate(folds):
         train = {s: grid[s] for s in shapes if s not in held}
         print(line(f"grid125 fold {i + 1}/5", score(fit(train), {s: grid[s] for s in held}, rng)))
+    for name, path in (("grid125", GRID), ("llm_layers shortlist", OTHERS["llm_layers shortlist"])):
+        order = shortlist_order(path)
+        print(f"{name}'s picks in the families' heuristic order (the sweep's own): a pick within 2% of the best "
+              f"after {statistics.mean(order):.1f} evaluations (mean over {len(order)} shapes)")
     model = fit(grid)
     for name, path in OTHERS.items():
         print(line(f"{name} (fit: grid125)", score(model, load(path), rng)))
