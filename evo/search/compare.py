@@ -247,7 +247,7 @@ def _operator_cell(use: dict | None) -> str:
     return f"{use['uses']} / {use['new_bests']} / {mean}"
 
 
-def _add_retimed(c: EvoConfig, runs: list[ArmRun], done: list[tuple[str, int]]) -> None:
+def _add_retimed(c: EvoConfig, runs: list[ArmRun]) -> None:
     """Fill each run's re-timed bests: timed now (unless report_only or compare.retime_rounds=0), or
     read from the last re-timing in compare.out when it covered every best of these runs."""
     out = Path(c.compare.out)
@@ -257,8 +257,8 @@ def _add_retimed(c: EvoConfig, runs: list[ArmRun], done: list[tuple[str, int]]) 
     medians = stored(out, wanted)
     if medians is None and not c.compare.report_only and c.compare.retime_rounds > 0:
         candidates = {}
-        for arm, seed in done:
-            for shape, cand in bests(archive_path(out, arm, seed)).items():
+        for r in runs:
+            for shape, cand in bests(archive_path(out, r.arm, r.seed)).items():
                 candidates[(cand.id, shape)] = cand
         medians = retime(c, candidates)
     if medians is None:
@@ -287,7 +287,7 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
             run_arm(c, arm, seed)
     runs = [read_arm(archive_path(out, arm, seed), arm, seed) for arm, seed in plan
             if finished(archive_path(out, arm, seed))]
-    _add_retimed(c, runs, [(arm, seed) for arm, seed in plan if finished(archive_path(out, arm, seed))])
+    _add_retimed(c, runs)
     result = comparison(runs, shapes)
     result["retimed"] = any(r.retimed_ms for r in runs)
     result["budget_per_shape"] = c.compare.budget

@@ -54,8 +54,13 @@ def rows_from_archive(path: str | Path, *, exclude: frozenset[Shape] = frozenset
     """(key, kernel, shape, log(time / roofline floor)) of every correct evaluation in an archive
     (the best time of each kernel on each shape), shapes in `exclude` and GPUs without measured
     peaks left out."""
+    archive = Archive.open(path, create=False, readonly=True)
+    try:
+        found = correct_timings(archive)
+    finally:
+        archive.close()
     out = []
-    for r in correct_timings(Archive.open(path, create=False, readonly=True)):
+    for r in found:
         shape = Shape(r["M"], r["N"], r["K"])
         if shape in exclude or not r["peak_tflops"]:
             continue
@@ -99,8 +104,8 @@ def load(path: Path = PRIOR_PATH) -> Prior | None:
         log.warning(f"{path} was fit to {len(d['mu'])} features, the cost model has {n}: the search starts "
                     f"without a prior (rebuild it: python -m evo.search.cost_prior ARCHIVE...)")
         return None
-    # a feature constant in the fit has sd ~0, stored as 0 (CostModel.fit scales such a feature by 1)
-    return Prior(d["gpu"], np.array(d["mu"]), np.maximum(np.array(d["sd"]), 1e-9), np.array(d["w"]), int(d["rows"]))
+    # a feature constant in the fit has sd ~0, stored as 0: CostModel.fit scales such a feature by 1
+    return Prior(d["gpu"], np.array(d["mu"]), np.array(d["sd"]), np.array(d["w"]), int(d["rows"]))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -59,13 +59,10 @@ def retime(c: EvoConfig, wanted: dict[tuple[str, Shape], Candidate]) -> dict[tup
     log.info(f"compare: re-timing {len(pairs)} per-shape bests of every arm, {c.compare.retime_rounds} rounds "
              f"({len(order)} evaluations) in {r.archive.path}")
     with recorded_session(r, kind="retime") as s:
-        for cand in {cand.id: cand for cand, _ in order}.values():
-            s.evaluator.prepare(cand)
-        times: dict[tuple[str, Shape], list[float]] = {}
-        for e in s.evaluator.evaluate(order, measure_libraries=False):
-            if e.ok and e.time_ms:
-                times.setdefault((e.kernel_id, e.shape), []).append(e.time_ms)
-    return {key: statistics.median(ts) for key, ts in times.items()}
+        for _ in s.evaluator.evaluate(order, measure_libraries=False):  # each recorded in the archive as it ends
+            pass
+        medians, _ = _medians(s.archive, s.run_id)
+    return medians
 
 
 def stored(out: Path, wanted: set[tuple[str, Shape]]) -> dict[tuple[str, Shape], float] | None:
@@ -79,13 +76,19 @@ def stored(out: Path, wanted: set[tuple[str, Shape]]) -> dict[tuple[str, Shape],
         run = a.last_run("retime")
         if run is None or run["status"] != "finished":
             return None
-        times: dict[tuple[str, Shape], list[float]] = {}
-        tried = set()
-        for row in run_timings(a, run["id"]):
-            key = (row["kernel_id"], Shape(row["M"], row["N"], row["K"]))
-            tried.add(key)
-            if row["status"] == "ok" and row["time_ms"]:
-                times.setdefault(key, []).append(row["time_ms"])
+        medians, tried = _medians(a, run["id"])
     finally:
         a.close()
-    return {key: statistics.median(ts) for key, ts in times.items()} if wanted <= tried else None
+    return medians if wanted <= tried else None
+
+
+def _medians(a: Archive, run_id: int) -> tuple[dict[tuple[str, Shape], float], set[tuple[str, Shape]]]:
+    """A re-timing run's median time per (kernel, shape) over its correct rounds, and every pair it tried."""
+    times: dict[tuple[str, Shape], list[float]] = {}
+    tried = set()
+    for row in run_timings(a, run_id):
+        key = (row["kernel_id"], Shape(row["M"], row["N"], row["K"]))
+        tried.add(key)
+        if row["status"] == "ok" and row["time_ms"]:
+            times.setdefault(key, []).append(row["time_ms"])
+    return {key: statistics.median(ts) for key, ts in times.items()}, tried
