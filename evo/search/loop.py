@@ -462,7 +462,8 @@ class Search:
         if not open_:
             return plans
         children = [(c, plans[i].shape) for i in open_ if (c := plans[i].candidate)]
-        predicted = self.cost.predict([features(c, s, num_sms=self.ev.num_sms) for c, s in children])
+        predicted = self.predict(children)
+        assert predicted is not None  # _screening(): the model is ready, and open_ is not empty
         best = [math.log(self.best_on[plans[i].shape][0] / self.allocator.floor_ms[plans[i].shape])
                 if plans[i].shape in self.best_on else 0.0 for i in open_]
         quota = min(math.ceil(len(open_) / self.c.search.screen_factor), getattr(self, "_screen_quota", len(open_)))
