@@ -102,6 +102,40 @@ def test_cuda_graph_capture_replays_on_new_data(d):
         _check(c, a, b)
 
 
+def test_dependent_calls_without_syncs_read_complete_inputs(d):
+    """Kernels are launched as programmatic dependents: a launch may be scheduled while the kernel
+    before it on the stream still runs, and its first statement waits for that kernel. A chain of
+    dependent calls (evo after evo, evo after a torch kernel) issued with no sync in between must
+    read every input whole: each result is checked against its input afterwards."""
+    a = torch.randn(200, 1024, dtype=torch.float16, device="cuda")
+    b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda") / 32  # keeps values ~1 along the chain
+    assert "programmatic dependent launch" in d.explain(a, b)
+    steps = []
+    for _ in range(12):
+        y = d.matmul(a, b)  # evo after the torch kernel that wrote a
+        z = d.matmul(y, b)  # evo after evo
+        steps += [(a, y), (y, z)]
+        a = z * 1.5 - 0.25  # a torch kernel after evo
+    a2 = torch.randn(100, 4096, dtype=torch.float16, device="cuda")
+    b2 = torch.randn(4096, 512, dtype=torch.float16, device="cuda") / 64
+    for _ in range(12):  # the split-K kernel, whose partial sums meet in a workspace the next call reuses
+        a2 = a2 * 0.5 + 0.5
+        steps.append((a2, d.matmul(a2, b2)))
+    torch.cuda.synchronize()
+    for x, out in steps:
+        _check(out, x, b if x.shape[1] == 1024 else b2)
+
+
+def test_pdl_can_be_turned_off(export_dir):
+    import evo.dispatch
+    plain = evo.dispatch.Dispatcher(export_dir, checked=False, pdl=False)
+    a = torch.randn(64, 1024, dtype=torch.float16, device="cuda")
+    b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
+    assert plain.build() is not None
+    assert plain.explain(a, b).startswith("evo:") and "programmatic" not in plain.explain(a, b)
+    _check(plain.matmul(a, b), a, b)
+
+
 def test_linear_under_torch_compile_has_no_graph_break(d):
     import evo.dispatch
     layer = torch.nn.Linear(1024, 1024).half().cuda()

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from evo.core.kernel import parse_declaration
+from evo.core.kernel import parse_declaration, waits_for_prior_grid
 from evo.core.shapes import Shape, grid_shapes
 from evo.families import FAMILIES
 from evo.families._family import wave_split
@@ -152,3 +152,24 @@ def test_skinny_is_correct_for_any_m_by_row_tiles():
     fam = FAMILIES["skinny"]
     decl = parse_declaration(fam.render(dict(fam.default, MP=8, SPLIT_K=1)))
     assert decl.launch_for(Shape(1000, 256, 64), num_sms=132).grid == (125 * 2, 1, 1)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_every_kernel_waits_for_the_grid_before_it_first(name):
+    """Exported kernels are launched as programmatic dependents (evo.dispatch): that is safe only
+    where the entry point's first statement is griddepcontrol.wait, in every configuration."""
+    fam = FAMILIES[name]
+    rng = random.Random(1)
+    for params in [fam.default] + [fam.random(rng) for _ in range(10)]:
+        assert waits_for_prior_grid(fam.render(params)), params
+
+
+def test_a_wait_that_is_not_the_first_statement_does_not_count():
+    wait = 'asm volatile("griddepcontrol.wait;" ::: "memory");'
+    entry = ('extern "C" __global__ void __launch_bounds__(128) '
+             'hgemm(const half* A, const half* B, half* C, int M, int N, int K) {')
+    assert waits_for_prior_grid(f"{entry}\n  // why\n  /* and */ {wait}\n  C[0] = A[0];\n}}")
+    assert not waits_for_prior_grid(f"{entry}\n  C[0] = A[0];\n  {wait}\n}}")
+    assert not waits_for_prior_grid(f"{entry}\n  // {wait}\n  C[0] = A[0];\n}}")  # commented out
+    # a helper of the same name that waits proves nothing about the entry point
+    assert not waits_for_prior_grid(f"__device__ void hgemm(int x) {{ {wait} }}\n{entry}\n  C[0] = A[0];\n}}")

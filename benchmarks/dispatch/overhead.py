@@ -6,6 +6,8 @@ kernel to use; the column `used` says whether evo.dispatch uses the kernel there
 - graph: per-launch time of a CUDA graph of many calls (no host cost), evo and torch;
 - eager: per-call time of the same calls issued one by one from Python (host cost included, as a
   model sees it), evo and torch;
+- eager_nopdl, graph_nopdl: evo's per-call time with the same kernels launched without programmatic
+  dependent launch (Dispatcher(pdl=False)), measured right after: what PDL changes;
 - host: wall time to issue one call (median over bursts of 16 calls into an empty queue). Where
   host < the per-call GPU time, eager calls keep the GPU busy and what remains of eager - graph is
   the GPU's own gap between stream launches, not host work.
@@ -183,14 +185,17 @@ def main(folder, out_path=None):
         for rng in table["ranges"]:
             rng["use"] = True
     checked = evo.dispatch.Dispatcher(folder)
+    plain = evo.dispatch.Dispatcher(folder, checked=False, pdl=False)  # the same kernels launched without PDL
+    plain.tables = d.tables
     d.build()
     checked.build()
+    plain.build()
     result = {"fallback": fallback_rows(d), "op": []}
     if out_path:
         json.dump(result, open(out_path, "w"), indent=1)
     rows = result["op"]
     print(f"{'shape':>18} {'used':>5} {'graph_evo':>9} {'graph_t':>8} {'x_graph':>7} {'eager_evo':>9} {'eager_t':>8} "
-          f"{'x_eager':>7} {'eager/graph':>11} {'host_evo':>8} {'host_t':>7}   (us)")
+          f"{'x_eager':>7} {'eager/graph':>11} {'host_evo':>8} {'host_t':>7} {'eager_nopdl':>11} {'graph_nopdl':>11}   (us)")
     for table in d.tables:
         n, k = table["N"], table["K"]
         for rng in table["ranges"]:
@@ -202,16 +207,20 @@ def main(folder, out_path=None):
             calls = max(sets, 20, min(1000, math.ceil(2e10 / (2 * m * n * k))))
             f_evo = lambda i, A=A, B=B, C=C: d.matmul(A[i], B[i], out=C[i])  # noqa: E731
             f_torch = lambda i, A=A, B=B, C=C: torch.matmul(A[i], B[i], out=C[i])  # noqa: E731
+            f_plain = lambda i, A=A, B=B, C=C: plain.matmul(A[i], B[i], out=C[i])  # noqa: E731
             ge, gt = graph(f_evo, sets, calls), graph(f_torch, sets, calls)
             (ee, he), (et, ht) = eager(f_evo, sets, calls), eager(f_torch, sets, calls)
+            gp, (ep, _) = graph(f_plain, sets, calls), eager(f_plain, sets, calls)
             row = {"M": m, "N": n, "K": k, "graph_evo_us": ge * 1e3, "graph_torch_us": gt * 1e3, "x_graph": gt / ge,
                    "eager_evo_us": ee * 1e3, "eager_torch_us": et * 1e3, "x_eager": et / ee,
-                   "host_evo_us": he * 1e3, "host_torch_us": ht * 1e3, "used": path == "yes"}
+                   "host_evo_us": he * 1e3, "host_torch_us": ht * 1e3, "used": path == "yes",
+                   "pdl": d.launches_pdl(d.kernels[rng["kernel"]]), "eager_nopdl_us": ep * 1e3,
+                   "graph_nopdl_us": gp * 1e3}
             row["eager_over_graph"] = row["x_eager"] / row["x_graph"]
             rows.append(row)
             print(f"{m:>6}x{n:>5}x{k:>5} {path:>5} {ge * 1e3:>9.2f} {gt * 1e3:>8.2f} {row['x_graph']:>7.3f} "
                   f"{ee * 1e3:>9.2f} {et * 1e3:>8.2f} {row['x_eager']:>7.3f} {row['eager_over_graph']:>11.3f} "
-                  f"{he * 1e3:>8.2f} {ht * 1e3:>7.2f}")
+                  f"{he * 1e3:>8.2f} {ht * 1e3:>7.2f} {ep * 1e3:>11.2f} {gp * 1e3:>11.2f}")
     if rows:
         print(f"{meets_eager_rule(rows)}; median host us per call "
               f"evo {sorted(r['host_evo_us'] for r in rows)[len(rows) // 2]:.2f}, torch "

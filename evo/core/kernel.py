@@ -216,6 +216,20 @@ def _parse_tma(text: str, number: int) -> TmaDecl:
     return TmaDecl(m.group(1), (_expr(box[0], number), _expr(box[1], number)), swizzle)
 
 
+# the entry point's body opening with griddepcontrol.wait (comments and blanks allowed before it)
+_GAP = r"(?:\s|//[^\n]*\n|/\*.*?\*/)*"
+_WAITS_FIRST = re.compile(r'extern\s+"C"\s+__global__[^;{}]*?\b' + ENTRY_POINT + r"\s*\([^)]*\)\s*\{" + _GAP
+                          + r'asm\s+volatile\s*\(\s*"griddepcontrol\.wait;"\s*:::\s*"memory"\s*\)\s*;', re.S)
+
+
+def waits_for_prior_grid(source: str) -> bool:
+    """Whether the entry point's first statement is `griddepcontrol.wait`: then no thread touches
+    global memory before the kernel it depends on has finished, and it may be launched as a
+    programmatic dependent launch (PDL), its launch overlapping the previous kernel's tail. A wait
+    anywhere later proves nothing (code before it may read inputs still being written)."""
+    return _WAITS_FIRST.search(source) is not None
+
+
 def source_hash(source: str) -> str:
     """Content hash identifying a candidate (the source text is the candidate)."""
     return hashlib.sha256(source.encode()).hexdigest()[:20]

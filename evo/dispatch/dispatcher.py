@@ -10,6 +10,7 @@ from typing import Any
 
 from evo.core.dispatch_table import find, layout_verdict, why_unused
 from evo.core.errors import EvoError
+from evo.core.kernel import waits_for_prior_grid
 
 _default: Dispatcher | None = None
 FORMATS = ("evo-export/2",)
@@ -21,9 +22,12 @@ class Dispatcher:
     """One export folder: its dispatch table, and (once used on a GPU) its C++ table handle.
 
     `checked=True` (the default) uses a range only where `evo export --verify` re-checked it on a GPU
-    of this name; `checked=False` trusts the recorded speedups alone (what the re-check itself runs)."""
+    of this name; `checked=False` trusts the recorded speedups alone (what the re-check itself runs).
+    `pdl=True` (the default) launches each kernel whose first statement is `griddepcontrol.wait` as a
+    programmatic dependent launch, so its launch overlaps the tail of the kernel before it on the
+    stream (kernel.waits_for_prior_grid); `pdl=False` launches every kernel plainly."""
 
-    def __init__(self, directory: str | os.PathLike, *, checked: bool = True):
+    def __init__(self, directory: str | os.PathLike, *, checked: bool = True, pdl: bool = True):
         self.dir = Path(directory)
         manifest = json.loads((self.dir / "manifest.json").read_text())
         if manifest.get("format") not in FORMATS:
@@ -34,6 +38,7 @@ class Dispatcher:
         self.entries = {(e["M"], e["N"], e["K"]): e for e in manifest["kernels"]}
         self.kernels = {e["file"].removesuffix(".cu"): e for e in manifest["kernels"]}
         self.checked = checked
+        self.pdl = pdl
         self.handle: int | None = None  # the C++ table, built on first use
         # (matmul(a, b, out, handle), linear(x, w_t, bias, handle, w=None)): the extension's entry points once
         # built (no per-call checks in Python: the C++ code routes, and falls back to torch itself;
@@ -65,6 +70,11 @@ class Dispatcher:
             return None, f"no kernel was exported for N={n}, K={k}"
         return layout_verdict(table, self.gpu if self.checked else None)
 
+    def launches_pdl(self, entry: dict) -> bool:
+        """Whether this kernel is launched as a programmatic dependent (see the class docstring); read
+        from the exported source, which the cubin was compiled from."""
+        return self.pdl and waits_for_prior_grid((self.dir / entry["file"]).read_text())
+
     def _cubin(self, entry: dict) -> bytes:
         if entry.get("cubin") and (self.dir / entry["cubin"]).exists():
             return (self.dir / entry["cubin"]).read_bytes()
@@ -95,8 +105,9 @@ class Dispatcher:
                 if rng["kernel"] not in index:
                     segs = rng["segments"]
                     big = any(s["cluster"] and s["cluster"][0] * s["cluster"][1] * s["cluster"][2] > 8 for s in segs)
-                    index[rng["kernel"]] = ext.add_kernel(handle, self._cubin(self.kernels[rng["kernel"]]),
-                                                          max(s["smem"] for s in segs), big)
+                    entry = self.kernels[rng["kernel"]]
+                    index[rng["kernel"]] = ext.add_kernel(handle, self._cubin(entry), max(s["smem"] for s in segs),
+                                                          big, self.launches_pdl(entry))
                 for s in rng["segments"]:
                     ext.add_segment(handle, table["N"], table["K"], s["m_lo"], s["m_hi"], index[rng["kernel"]],
                                     launch_values(s))
@@ -128,10 +139,12 @@ class Dispatcher:
         from evo.dispatch import extension
         if self.build() is None:
             return f"torch: {extension.why_not()}"
-        seg, reason = self.route(a.shape[0], b.shape[1], a.shape[1], gpu=self.gpu)
-        if seg is None:
+        rng, seg, reason = find(self.tables, a.shape[0], b.shape[1], a.shape[1], gpu=self.gpu if self.checked else None)
+        if rng is None or seg is None:
             return f"torch: {reason}"
-        return f"evo: {reason}; launch grid {seg['grid']} block {seg['block']} for M {seg['m_lo']}-{seg['m_hi']}"
+        pdl = " (programmatic dependent launch)" if self.launches_pdl(self.kernels[rng["kernel"]]) else ""
+        return (f"evo: {reason}; launch grid {seg['grid']} block {seg['block']} for M {seg['m_lo']}-{seg['m_hi']}"
+                f"{pdl}")
 
 
 # What runs where the extension is not available, with the C++ entry points' signatures.
@@ -194,9 +207,9 @@ def tensor_problem(a: Any, b: Any) -> str | None:
     return None
 
 
-def configure(directory: str | os.PathLike, *, checked: bool = True) -> Dispatcher:
+def configure(directory: str | os.PathLike, *, checked: bool = True, pdl: bool = True) -> Dispatcher:
     global _default
-    _default = Dispatcher(directory, checked=checked)
+    _default = Dispatcher(directory, checked=checked, pdl=pdl)
     return _default
 
 

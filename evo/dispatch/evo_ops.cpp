@@ -110,6 +110,7 @@ struct Kernel {
   std::string cubin;
   unsigned max_smem;
   bool big_cluster;
+  bool pdl;  // its first statement is griddepcontrol.wait: it may be launched as a programmatic dependent
   std::array<CUfunction, kMaxDevices> function{};  // loaded per device: a split-K workspace per device
   std::array<CUmodule, kMaxDevices> module{};
 };
@@ -229,9 +230,11 @@ void launch(Table& t, const Segment& s, int device, const void* pa, const void* 
   const size_t n_maps = s.maps.size();
   for (size_t i = 0; i < n_maps; ++i) params[6 + i] = &maps[i];
   CUfunction f;
+  bool pdl;
   {
     std::lock_guard<std::mutex> lock(t.mu);
-    f = function_for(t.kernels[s.kernel], device);  // loaded already (preload) but on a new device
+    f = function_for(t.kernels[s.kernel], device);
+    pdl = t.kernels[s.kernel].pdl;  // loaded already (preload) but on a new device
     LastLaunch& last = s.last;
     if (last.m != M || last.ptr[0] != pa || last.ptr[1] != pb || last.ptr[2] != pc) {
       last.maps.resize(n_maps);
@@ -251,13 +254,18 @@ void launch(Table& t, const Segment& s, int device, const void* pa, const void* 
   cfg.blockDimX = s.block[0], cfg.blockDimY = s.block[1], cfg.blockDimZ = s.block[2];
   cfg.sharedMemBytes = s.smem;
   cfg.hStream = (CUstream)c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)device).stream();
-  CUlaunchAttribute attr = {};
+  CUlaunchAttribute attrs[2] = {};
+  cfg.attrs = attrs;
   if (s.cluster[0]) {
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = s.cluster[0], attr.value.clusterDim.y = s.cluster[1];
-    attr.value.clusterDim.z = s.cluster[2];
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    CUlaunchAttribute& a = attrs[cfg.numAttrs++];
+    a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a.value.clusterDim.x = s.cluster[0], a.value.clusterDim.y = s.cluster[1], a.value.clusterDim.z = s.cluster[2];
+  }
+  if (pdl) {  // the launch may be scheduled while the previous kernel on the stream drains (its launch
+              // latency overlaps that kernel's tail); the kernel's first statement waits for that kernel
+    CUlaunchAttribute& a = attrs[cfg.numAttrs++];
+    a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
   }
   check(drv().cuLaunchKernelEx(&cfg, f, params, nullptr), "launching hgemm (cuLaunchKernelEx)");
 }
@@ -352,12 +360,13 @@ int64_t new_table() {
   return n;
 }
 
-int64_t add_kernel(int64_t handle, py::bytes cubin, int64_t max_smem, bool big_cluster) {
+int64_t add_kernel(int64_t handle, py::bytes cubin, int64_t max_smem, bool big_cluster, bool pdl) {
   Table& t = table(handle);
   Kernel k;
   k.cubin = cubin;
   k.max_smem = (unsigned)max_smem;
   k.big_cluster = big_cluster;
+  k.pdl = pdl;
   t.kernels.push_back(std::move(k));
   return (int64_t)t.kernels.size() - 1;
 }

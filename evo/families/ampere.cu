@@ -30,6 +30,9 @@ ${MMA_SYNC}
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 hgemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K) {
+    // Programmatic dependent launch: this is the first statement, so nothing touches global memory
+    // before the grid this launch depends on has finished (a no-op when launched without PDL).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
     extern __shared__ __align__(128) half smem[];
     half* sA = smem;
     half* sB = smem + STAGES * A_STAGE;
@@ -102,6 +105,9 @@ hgemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__
         }
     }
     cp_async_wait<0>();
+    // Every load of this CTA is done: a launch waiting on this grid (PDL) may be scheduled now; its
+    // griddepcontrol.wait still holds it until this grid has finished and its stores are visible.
+    asm volatile("griddepcontrol.launch_dependents;");
 
 #if SPLIT_K > 1
     auto inside = [&](int i) {  // accumulator i -> (row, col) of the mma.sync fragment layout

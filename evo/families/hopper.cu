@@ -199,6 +199,9 @@ __device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, in
 extern "C" __global__ void __launch_bounds__(${THREADS}, CTAS_PER_SM)
 hgemm(const half* A, const half* B, half* C, int M, int N, int K,
       const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
+    // Programmatic dependent launch: this is the first statement, so nothing touches global memory
+    // before the grid this launch depends on has finished (a no-op when launched without PDL).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
     extern __shared__ uint8_t smem_raw[];
     // 128-byte swizzled tiles must start on a 1024-byte boundary.
     uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -270,6 +273,9 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
             }
+            // Every load of this CTA is issued: a launch waiting on this grid (PDL) may be scheduled
+            // now; its griddepcontrol.wait holds it until this grid has finished and its stores are visible.
+            asm volatile("griddepcontrol.launch_dependents;");
         }
 #if SPLIT_K > 1 && SPLIT_CLUSTER
         cluster_sync();  // the two cluster barriers of the consumers' reduction (one tile per CTA)

@@ -15,6 +15,9 @@
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 hgemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K) {
+    // Programmatic dependent launch: this is the first statement, so nothing touches global memory
+    // before the grid this launch depends on has finished (a no-op when launched without PDL).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
     // A is stored transposed (k-major) so that a thread's TM rows are one broadcast read.
     __shared__ float As[BK][BM];
     __shared__ float Bs[BK][BN];

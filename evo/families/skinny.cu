@@ -34,6 +34,9 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[4], uint32_t addr) {
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 hgemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K) {
+    // Programmatic dependent launch: this is the first statement, so nothing touches global memory
+    // before the grid this launch depends on has finished (a no-op when launched without PDL).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
     extern __shared__ __align__(128) half smem[];
     half* sB = smem;
     half* sA = smem + STAGES * B_STAGE;
@@ -111,6 +114,9 @@ hgemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__
         }
     }
     cp_async_wait<0>();
+    // Every load of this CTA is done: a launch waiting on this grid (PDL) may be scheduled now; its
+    // griddepcontrol.wait still holds it until this grid has finished and its stores are visible.
+    asm volatile("griddepcontrol.launch_dependents;");
 
     // Accumulator (mi, j, r): column n0 + wn0 + mi*16 + lane/4 + (r/2)*8 of C, row m0 + j*8 + (lane%4)*2 + r%2.
 #if SPLIT_K > 1
