@@ -33,6 +33,19 @@ def test_invalid_parameters_are_explained_and_repaired(name):
     assert fam.valid(fixed) and sum(fixed[k] != fam.default[k] for k in fam.space) <= 2
 
 
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_repair_picks_among_the_nearest_valid_genomes_in_their_order(name):
+    """repair's vectorized distance (issue 14: it was most of the host's time between generations)
+    draws from exactly the ties the plain definition gives, so seeded searches decide as before."""
+    fam, rng = FAMILIES[name], random.Random(3)
+    for i in range(20):
+        params = {k: rng.choice(v) for k, v in fam.space.items()}
+        params[rng.choice(list(fam.space))] = 3 if i % 2 else None  # off the genome, or not a number
+        distance = {j: sum(p[k] != params.get(k) for k in fam.space) for j, p in enumerate(fam.all_valid)}
+        nearest = [fam.all_valid[j] for j, d in distance.items() if d == min(distance.values())]
+        assert fam.repair(params, random.Random(i)) == random.Random(i).choice(nearest)
+
+
 def test_every_shape_is_covered_by_some_family():
     """Together the families support every shape M, N, K >= 1 (simt needs no alignment)."""
     for shape in ODD + grid_shapes([64, 4096, 16384]):

@@ -180,3 +180,45 @@ def test_missing_prerequisites_stop_before_a_run_is_recorded(tmp_path, monkeypat
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
         run_search(c, raw)
     assert not (tmp_path / "f.sqlite").exists()
+
+
+#: the search's own work between two generations, in Python function calls (the median generation
+#: of BASE with the prior and screening: 22k since Family.repair and the source parsing got cheap,
+#: 650k before; benchmarks/search/boundary_gaps.md). Counted, not timed: deterministic under the seed,
+#: so a slow or busy machine cannot fail it and a return of the old cost cannot pass it.
+HOST_CALLS_PER_GENERATION = 60_000
+HOST_PHASES = ("_fold", "save", "_plans", "_make_children", "_check_children", "_screen")
+
+
+def counting_calls(fn, counts: dict[int, int]):
+    """Search method fn, adding the Python function calls it makes to counts[its generation] (this
+    thread only: compiles run beside it)."""
+    def wrapper(search, *args, **kwargs):
+        calls = 0
+
+        def profile(frame, event, arg):
+            nonlocal calls
+            calls += event == "call"
+        generation, previous = search.state.generation, sys.getprofile()
+        sys.setprofile(profile)
+        try:
+            return fn(search, *args, **kwargs)
+        finally:
+            sys.setprofile(previous)
+            counts[generation] = counts.get(generation, 0) + calls
+    return wrapper
+
+
+def test_the_host_work_between_generations_stays_small(tmp_path, monkeypatch):
+    """While the search folds a generation's results and plans, makes and screens the next one's
+    children, the GPU has nothing to run (issue 14): that work must stay a small part of a generation.
+    The median generation: the first one also builds each family's table of valid genomes, once."""
+    from evo.search.loop import Search
+    counts: dict[int, int] = {}
+    for name in HOST_PHASES:
+        monkeypatch.setattr(Search, name, counting_calls(getattr(Search, name), counts))
+    c, raw = config(tmp_path, "a.sqlite", "search.cost_prior=on", "search.screen_factor=3")
+    run_search(c, raw)
+    per_generation = sorted(counts.values())
+    assert len(per_generation) >= 4
+    assert per_generation[len(per_generation) // 2] < HOST_CALLS_PER_GENERATION, counts

@@ -23,6 +23,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from evo.core.errors import DeclarationError
 from evo.core.expr import Expr, ExprError
@@ -141,8 +142,10 @@ def _tensor_map(t: TmaDecl, shape: Shape, env: dict) -> TensorMapSpec:
     return TensorMapSpec(t.operand, (cols, rows), box, t.swizzle)
 
 
+@lru_cache(maxsize=1024)  # a search asks for the same sources' declarations many times per generation
 def parse_declaration(source: str) -> LaunchDecl:
-    """Parse the `// @evo` lines of a source. Errors name the line."""
+    """Parse the `// @evo` lines of a source. Errors name the line. The result is shared between
+    callers (cached): read it, never change it."""
     values: dict[str, list[tuple[int, str]]] = {k: [] for k in _KEYS}
     for number, line in enumerate(source.splitlines(), start=1):
         if "@evo" not in line:

@@ -6,15 +6,18 @@ import math
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import resources
 from random import Random
+
+import numpy as np
 
 from evo.core.kernel import Candidate
 
 Params = dict[str, int]
 
 
+@cache  # read once: a search renders thousands of candidates from the same few templates
 def template_text(name: str) -> str:
     return resources.files("evo.families").joinpath(name).read_text()
 
@@ -74,14 +77,32 @@ class Family:
     def random(self, rng: Random) -> Params:
         return dict(rng.choice(self.all_valid))
 
+    @cached_property
+    def _valid_table(self) -> np.ndarray:
+        """all_valid as a matrix, one row per configuration and one column per parameter (for repair)."""
+        return np.array([[p[k] for k in self.space] for p in self.all_valid], dtype=np.int64)
+
     def repair(self, params: Params, rng: Random) -> Params:
-        """The valid configuration closest to `params` (fewest differing parameters; ties at random)."""
+        """The valid configuration closest to `params` (fewest differing parameters; ties at random,
+        drawn among the ties in all_valid's order)."""
         if self.valid(params):
             return dict(params)
-        def distance(p: Params) -> int:
-            return sum(p[k] != params.get(k) for k in self.space)
-        best = min(distance(p) for p in self.all_valid)
-        return dict(rng.choice([p for p in self.all_valid if distance(p) == best]))
+        distances = self._distances(params)
+        nearest = np.flatnonzero(distances == distances.min()).tolist()
+        return dict(self.all_valid[rng.choice(nearest)])
+
+    def _distances(self, params: Params) -> np.ndarray:
+        """How many parameters of each valid configuration differ from `params` (one numpy pass: the
+        hopper genome has thousands of valid configurations, and repair runs for most children)."""
+        table = self._valid_table
+        differ = np.zeros(len(table), dtype=np.int64)
+        for column, key in enumerate(self.space):
+            value = params.get(key)
+            if isinstance(value, (int, float)):
+                differ += table[:, column] != value
+            else:  # missing, or not a number: differs from every valid value
+                differ += 1
+        return differ
 
 
 def split_for(tiles: int, k_tiles: int, num_sms: int, cap: int = 32, min_k_tiles: int = 4) -> int:

@@ -18,6 +18,7 @@ import math
 import random
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -39,7 +40,7 @@ PRIOR_STRENGTH = 10.0
 
 
 def features(cand: Candidate, shape: Shape, resources: Resources | None = None, *, num_sms: int = NUM_SMS) -> list[float]:
-    d = {k: int(v) for k, v in _DEFINE.findall(cand.source) if k in DEFINES}
+    d = _genome(cand.source)
     bm, bn, split = d.get("BM", 64), d.get("BN", 64), max(1, d.get("SPLIT_K", 1))
     tm, tn = math.ceil(shape.M / bm), math.ceil(shape.N / bn)
     work = tm * tn * split
@@ -55,10 +56,25 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
     r = resources
     row += [math.log2(r.registers + 1) if r else 0.0, math.log2(r.spill_stores + 1) if r else 0.0,
             1.0 if r else 0.0]
-    return row + _option_features(cand.source, d.get("STAGES", 0), k_steps)
+    return row + _option_features(_options(cand.source), d.get("STAGES", 0), k_steps)
 
 
-def _option_features(source: str, stages: int, k_steps: float) -> list[float]:
+@lru_cache(maxsize=1024)  # a child is ranked at several shapes and generations: read its source once
+def _genome(source: str) -> dict[str, int]:
+    """The source's `#define` values the model knows (shared between callers: read, never change)."""
+    return {k: int(v) for k, v in _DEFINE.findall(source) if k in DEFINES}
+
+
+@lru_cache(maxsize=1024)
+def _options(source: str) -> dict[str, str]:
+    """The source's compile options ({} for a line off the whitelist, which fails to compile anyway)."""
+    try:
+        return options_of(source)
+    except OptionError:
+        return {}
+
+
+def _option_features(o: dict[str, str], stages: int, k_steps: float) -> list[float]:
     """The compile options (compile_options.py) and how deep the pipeline is against the K loop: on
     the H200 the search's new bests over the shortlist were register caps and 6-7 stages where K
     gives 12-16 steps, which the genome features alone could not tell apart. The shipped prior's
@@ -67,10 +83,6 @@ def _option_features(source: str, stages: int, k_steps: float) -> list[float]:
     shapes) ranks the kernels every arm of the H200 compare measured on them
     with a median Spearman of 0.82 (0.75 without), and in its order a kernel within 2% of a shape's
     best comes after 14.7 evaluations (22.7 without; random order 16.4): benchmarks/search/cost_model_h200.py."""
-    try:
-        o = options_of(source)
-    except OptionError:  # a line not on the whitelist fails to compile anyway
-        o = {}
     return [math.log2(int(o["maxrregcount"])) if "maxrregcount" in o else 0.0,
             1.0 if o.get("dlcm") == "cg" else 0.0, 1.0 if o.get("dlcm") == "ca" else 0.0,
             1.0 if "expensive" in o else 0.0, 1.0 if "vectorize" in o else 0.0, float(o.get("minblocks", 0)),
