@@ -8,6 +8,10 @@ kernel to use; the column `used` says whether evo.dispatch uses the kernel there
   model sees it), evo and torch;
 - eager_nopdl, graph_nopdl: evo's per-call time with the same kernels launched without programmatic
   dependent launch (Dispatcher(pdl=False)), measured right after: what PDL changes;
+- every timed sample spans at least SAMPLE_MS (10 ms) of GPU time, as many passes of the calls as that
+  takes, in both modes: a sample of a few ms of a large kernel runs at boost clocks that a longer run
+  does not keep (the fifth session's first run read 512x4096x14336 through Linear 11% faster in a
+  20-call graph than eagerly, the op path on the same kernel 3% slower);
 - host: wall time to issue one call (median over bursts of 16 calls into an empty queue). Where
   host < the per-call GPU time, eager calls keep the GPU busy and what remains of eager - graph is
   the GPU's own gap between stream launches, not host work.
@@ -36,6 +40,13 @@ import evo.dispatch
 from evo.dispatch.dispatcher import fallback_choice
 
 L2 = 60 * 2**20
+SAMPLE_MS = 10.0  # every timed sample spans at least this much GPU time: a 2 ms sample of a large
+                  # kernel reads boost clocks that a longer one (and a model) does not keep
+
+
+def _passes(one_pass_ms: float) -> int:
+    """How many passes of the call sequence make one sample of at least SAMPLE_MS."""
+    return max(1, math.ceil(SAMPLE_MS / max(one_pass_ms, 1e-3)))
 
 
 def _buffers(m, n, k):
@@ -51,13 +62,17 @@ def eager(fn, sets, calls, repeats=5, burst=16):
     torch.cuda.synchronize()
     per_call, host = [], []
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(repeats):
+    passes = 1
+    for r in range(repeats + 1):  # the first round only sizes the samples
         start.record()
-        for i in range(calls):
+        for i in range(calls * passes):
             fn(i % sets)
         end.record()
         end.synchronize()
-        per_call.append(start.elapsed_time(end) / calls)
+        if r == 0:
+            passes = _passes(start.elapsed_time(end))
+        else:
+            per_call.append(start.elapsed_time(end) / (calls * passes))
     # host cost: bursts of a few calls into an empty queue (a long loop can fill the launch queue,
     # and then the issuing time is the GPU's, not the host's)
     for _ in range(4 * repeats):
@@ -84,12 +99,17 @@ def graph(fn, sets, calls, repeats=5):
     g.replay()
     out = []
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(repeats):
+    passes = 1
+    for r in range(repeats + 1):  # the first round only sizes the samples
         start.record()
-        g.replay()
+        for _ in range(passes):
+            g.replay()
         end.record()
         end.synchronize()
-        out.append(start.elapsed_time(end) / calls)
+        if r == 0:
+            passes = _passes(start.elapsed_time(end))
+        else:
+            out.append(start.elapsed_time(end) / (calls * passes))
     return sorted(out)[len(out) // 2]
 
 
