@@ -5,16 +5,18 @@ torch (evo.core.dispatch_table); `evo.dispatch.verify` re-checks them on the GPU
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import datetime as dt
 import json
 import logging
+import os
 from pathlib import Path
 
 from evo.archive import Archive
 from evo.archive import queries as q
 from evo.core.dispatch_table import build_tables, recorded_speedup
 from evo.core.errors import CompileToolError, EvoError
-from evo.core.kernel import parse_declaration
+from evo.core.kernel import parse_declaration, waits_first_in_ptx
 from evo.core.version import VERSION
 from evo.evaluation.compiler import DEFAULT_FLAGS, Compiler
 
@@ -22,6 +24,20 @@ log = logging.getLogger(__name__)
 
 FORMAT = "evo-export/2"
 DEFAULT_NUM_SMS = 132  # H100/H200 SXM, when the archive recorded no SM count
+
+
+def pdl_verdicts(compiler: Compiler, sources: dict[str, str]) -> dict[str, bool]:
+    """kernel id -> whether evo.dispatch may launch it as a programmatic dependent: its PTX waits for
+    the previous grid before touching memory (evo.core.kernel.waits_first_in_ptx). nvcc runs once
+    per distinct kernel, in parallel."""
+    def verdict(item: tuple[str, str]) -> bool:
+        try:
+            return waits_first_in_ptx(compiler.ptx(item[1]))
+        except CompileToolError as e:
+            log.warning(f"kernel {item[0][:12]}: no PTX to check ({e}); it will be launched without PDL")
+            return False
+    with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(zip(sources, pool.map(verdict, sources.items())))
 
 
 def export(archive_path: str, out: str = "exported", *, run_id: int | None = None, with_cubins: bool = True,
@@ -41,8 +57,10 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
             log.warning(f"no cubins exported ({e}); evo.dispatch will compile the .cu files on first use")
     flags = [f for f in DEFAULT_FLAGS if f not in ("-Xptxas", "-v")]
     entries, cells = [], []
+    sources = {r["kernel_id"]: q.kernel_source(a, r["kernel_id"]) for r in rows}
+    pdl_of = pdl_verdicts(compiler, sources) if compiler else {}
     for r in rows:
-        source = q.kernel_source(a, r["kernel_id"])
+        source = sources[r["kernel_id"]]
         name = f"hgemm_{r['M']}x{r['N']}x{r['K']}"
         (out_dir / f"{name}.cu").write_text(source)
         cubin = None
@@ -65,6 +83,7 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
             "cluster": launch["cluster"], "tensor_maps": launch.get("tensor_maps", []),
             "abi": f"hgemm({', '.join(params)})",
             "reentrant": "evo_splitk_ws" not in source,  # split-K kernels share a module-level workspace
+            "pdl": pdl_of.get(r["kernel_id"], False),
             "time_ms": r["time_ms"], "timing_mode": r["mode"], "library_ms": r["libraries"],
             "speedup": r["speedup"], "best_library": r["best_library"], "roofline_fraction": r["roofline_fraction"],
             "kernel_id": r["kernel_id"], "family": r["family"], "measured_at": r["created_at"],

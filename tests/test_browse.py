@@ -122,6 +122,7 @@ def test_export_writes_sources_cubins_and_a_manifest(run_archive, tmp_path):
         assert (tmp_path / "exp" / k["cubin"]).read_bytes()[:4] == b"\x7fELF"
         assert k["entry"] == "hgemm" and len(k["grid"]) == 3 and len(k["block"]) == 3 and k["smem"] >= 0
         assert "-gencode=arch=compute_90a,code=sm_90a" in k["nvcc_flags"]
+        assert k["pdl"] is True  # every family's kernel waits for the previous grid first (its PTX says so)
         assert k["time_ms"] > 0 and set(k["library_ms"]) == {"torch", "cublaslt_heuristic", "cublaslt_autotuned"}
         for t in k["tensor_maps"]:
             assert set(t) >= {"operand", "dims", "box", "swizzle"}

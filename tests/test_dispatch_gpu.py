@@ -10,7 +10,7 @@ import json
 import pytest
 
 from evo.core.dispatch_table import build_tables
-from evo.core.kernel import parse_declaration
+from evo.core.kernel import parse_declaration, waits_first_in_ptx
 from evo.families import FAMILIES
 
 pytestmark = pytest.mark.gpu
@@ -29,11 +29,12 @@ def export_dir(tmp_path_factory, compiler):
     sources = [HOPPER.render(dict(HOPPER.default, **change)) for change, *_ in KERNELS]
     for (_, n, k, ms), source, res in zip(KERNELS, sources, compiler.compile_many(sources)):
         assert res.ok, res.status
+        pdl = waits_first_in_ptx(compiler.ptx(source))  # what evo export records
         for m in ms:
             name = f"hgemm_{m}x{n}x{k}"
             (folder / f"{name}.cu").write_text(source)
             (folder / f"{name}.cubin").write_bytes(res.cubin)
-            entries.append({"M": m, "N": n, "K": k, "file": f"{name}.cu", "cubin": f"{name}.cubin"})
+            entries.append({"M": m, "N": n, "K": k, "file": f"{name}.cu", "cubin": f"{name}.cubin", "pdl": pdl})
             cells.append({"M": m, "N": n, "K": k, "name": name, "decl": parse_declaration(source),
                           "recorded_speedup": 2.0})  # routed, not measured: see the module docstring
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -106,7 +107,9 @@ def test_dependent_calls_without_syncs_read_complete_inputs(d):
     """Kernels are launched as programmatic dependents: a launch may be scheduled while the kernel
     before it on the stream still runs, and its first statement waits for that kernel. A chain of
     dependent calls (evo after evo, evo after a torch kernel) issued with no sync in between must
-    read every input whole: each result is checked against its input afterwards."""
+    read every input whole: each result is checked against its input afterwards. A smoke test: a
+    kernel that read before waiting would fail it only when the race shows; what keeps such kernels
+    from PDL is the export's check of their PTX (test_families.py)."""
     a = torch.randn(200, 1024, dtype=torch.float16, device="cuda")
     b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda") / 32  # keeps values ~1 along the chain
     assert "programmatic dependent launch" in d.explain(a, b)

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from evo.core.kernel import parse_declaration, waits_for_prior_grid
+from evo.core.kernel import parse_declaration, waits_first_in_ptx
 from evo.core.shapes import Shape, grid_shapes
 from evo.families import FAMILIES
 from evo.families._family import wave_split
@@ -168,21 +168,34 @@ def test_skinny_is_correct_for_any_m_by_row_tiles():
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
-def test_every_kernel_waits_for_the_grid_before_it_first(name):
-    """Exported kernels are launched as programmatic dependents (evo.dispatch): that is safe only
-    where the entry point's first statement is griddepcontrol.wait, in every configuration."""
+def test_every_family_waits_for_the_grid_before_it_first_in_its_ptx(name, compiler):
+    """Exported kernels are launched as programmatic dependents (evo.dispatch) where their compiled
+    code waits for the previous grid before anything else: every family's must."""
     fam = FAMILIES[name]
-    rng = random.Random(1)
-    for params in [fam.default] + [fam.random(rng) for _ in range(10)]:
-        assert waits_for_prior_grid(fam.render(params)), params
+    for params in [fam.default, fam.random(random.Random(1))]:
+        assert waits_first_in_ptx(compiler.ptx(fam.render(params))), params
 
 
-def test_a_wait_that_is_not_the_first_statement_does_not_count():
-    wait = 'asm volatile("griddepcontrol.wait;" ::: "memory");'
-    entry = ('extern "C" __global__ void __launch_bounds__(128) '
-             'hgemm(const half* A, const half* B, half* C, int M, int N, int K) {')
-    assert waits_for_prior_grid(f"{entry}\n  // why\n  /* and */ {wait}\n  C[0] = A[0];\n}}")
-    assert not waits_for_prior_grid(f"{entry}\n  C[0] = A[0];\n  {wait}\n}}")
-    assert not waits_for_prior_grid(f"{entry}\n  // {wait}\n  C[0] = A[0];\n}}")  # commented out
-    # a helper of the same name that waits proves nothing about the entry point
-    assert not waits_for_prior_grid(f"__device__ void hgemm(int x) {{ {wait} }}\n{entry}\n  C[0] = A[0];\n}}")
+ENTRY = 'extern "C" __global__ void hgemm(const half* A, const half* B, half* C, int M, int N, int K) {'
+WAIT = 'asm volatile("griddepcontrol.wait;" ::: "memory");'
+
+
+@pytest.mark.parametrize("body,waits", [
+    (f"{WAIT}\n  C[threadIdx.x] = A[threadIdx.x];", True),
+    (f"C[threadIdx.x] = A[threadIdx.x];\n  {WAIT}", False),  # reads before it waits
+    (f"if (M > 1) {{ {WAIT} }}\n  C[threadIdx.x] = A[threadIdx.x];", False),  # waits only on a branch
+])
+def test_the_pdl_check_reads_the_compiled_code(body, waits, compiler):
+    ptx = compiler.ptx(f"#include <cuda_fp16.h>\n{ENTRY}\n  {body}\n}}\n")
+    assert waits_first_in_ptx(ptx) is waits
+
+
+def test_text_that_only_looks_like_a_wait_first_is_not_taken_for_one(compiler):
+    """Source text can say the wait comes first while the code does otherwise: a macro that puts a
+    read before it, or an old entry point left in a comment. The check reads the PTX."""
+    macro = f"#include <cuda_fp16.h>\n#define asm C[0] = A[0]; asm\n{ENTRY}\n  {WAIT}\n}}\n"
+    commented = (f"#include <cuda_fp16.h>\n/* {ENTRY}\n  {WAIT}\n}} */\n"
+                 f"{ENTRY}\n  C[threadIdx.x] = A[threadIdx.x];\n  {WAIT}\n}}\n")
+    for source in (macro, commented):
+        assert not waits_first_in_ptx(compiler.ptx(source))
+    assert not waits_first_in_ptx("")  # no entry point at all

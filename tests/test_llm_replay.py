@@ -76,14 +76,18 @@ def test_a_replayed_run_that_hit_its_budget_makes_the_same_decisions(monkeypatch
             return 200, message("", input_tokens=8, output_tokens=1), 0
         # Decided by the prompt, not by arrival order (calls overlap, so arrival order varies run to run):
         # deepen_pipeline always edits; some first askings of retile fail (replay must fail them too),
-        # the others answer without an edit.
+        # some others edit, the rest answer without an edit. So whichever operator the policy picks
+        # (the search's path moves with every change to the families' sources), all three outcomes occur.
         if "Operator: deepen_pipeline" in prompt:  # a real edit; a comment where the pipeline cannot deepen
             answer = deepen(prompt, "answer")
             if "SEARCH" not in answer:
                 answer = edit("#include <cuda_fp16.h>", "#include <cuda_fp16.h>\n// deepened elsewhere")
             return 200, message(answer), 0
-        if seen[prompt] == 1 and zlib.crc32(prompt.encode()) % 2 == 0:
+        crc = zlib.crc32(prompt.encode())
+        if seen[prompt] == 1 and crc % 2 == 0:
             return 529, error("overloaded_error", "busy"), 0
+        if crc % 3 == 0 and "SEARCH" in (answer := deepen(prompt, "retiled")):
+            return 200, message(answer), 0
         return 200, message("Retiling would not help here."), 0
 
     common = ["llm.prompts=[deepen_pipeline,retile]", "search.max_evaluations=28", "search.children_per_island=4",

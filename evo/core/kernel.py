@@ -219,18 +219,31 @@ def _parse_tma(text: str, number: int) -> TmaDecl:
     return TmaDecl(m.group(1), (_expr(box[0], number), _expr(box[1], number)), swizzle)
 
 
-# the entry point's body opening with griddepcontrol.wait (comments and blanks allowed before it)
-_GAP = r"(?:\s|//[^\n]*\n|/\*.*?\*/)*"
-_WAITS_FIRST = re.compile(r'extern\s+"C"\s+__global__[^;{}]*?\b' + ENTRY_POINT + r"\s*\([^)]*\)\s*\{" + _GAP
-                          + r'asm\s+volatile\s*\(\s*"griddepcontrol\.wait;"\s*:::\s*"memory"\s*\)\s*;', re.S)
+# PTX instructions that may come before the wait: they read kernel parameters and special
+# registers, nothing in global memory
+_BEFORE_WAIT = re.compile(r"(?:ld\.param|mov|cvta)[.\s]")
 
 
-def waits_for_prior_grid(source: str) -> bool:
-    """Whether the entry point's first statement is `griddepcontrol.wait`: then no thread touches
-    global memory before the kernel it depends on has finished, and it may be launched as a
-    programmatic dependent launch (PDL), its launch overlapping the previous kernel's tail. A wait
-    anywhere later proves nothing (code before it may read inputs still being written)."""
-    return _WAITS_FIRST.search(source) is not None
+def waits_first_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
+    """Whether the compiled entry point waits for the grid before it (`griddepcontrol.wait`) before
+    anything but reading its parameters: then it may be launched as a programmatic dependent launch
+    (PDL), its launch overlapping the previous kernel's tail. Decided on the PTX nvcc makes of the
+    source (the code the cubin is assembled from), not on the source text, which macros, comments
+    and strings can make say something else. Labels, branches and every other instruction before
+    the wait make it False."""
+    m = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(", ptx)
+    body = ptx.find("{", m.end()) if m else -1
+    if body < 0:
+        return False
+    for line in ptx[body + 1:].splitlines():
+        line = line.strip()
+        if not line or line.startswith("//") or line.startswith("."):  # blank, comment, declaration
+            continue
+        if line.rstrip(";").strip() == "griddepcontrol.wait":
+            return True
+        if not _BEFORE_WAIT.match(line):
+            return False
+    return False
 
 
 def source_hash(source: str) -> str:

@@ -10,7 +10,6 @@ from typing import Any
 
 from evo.core.dispatch_table import find, layout_verdict, why_unused
 from evo.core.errors import EvoError
-from evo.core.kernel import waits_for_prior_grid
 
 _default: Dispatcher | None = None
 FORMATS = ("evo-export/2",)
@@ -23,9 +22,10 @@ class Dispatcher:
 
     `checked=True` (the default) uses a range only where `evo export --verify` re-checked it on a GPU
     of this name; `checked=False` trusts the recorded speedups alone (what the re-check itself runs).
-    `pdl=True` (the default) launches each kernel whose first statement is `griddepcontrol.wait` as a
+    `pdl=True` (the default) launches each kernel the export found waiting for the previous grid
+    before anything else (its manifest entry's `pdl`, from the PTX: kernel.waits_first_in_ptx) as a
     programmatic dependent launch, so its launch overlaps the tail of the kernel before it on the
-    stream (kernel.waits_for_prior_grid); `pdl=False` launches every kernel plainly."""
+    stream; `pdl=False` launches every kernel plainly."""
 
     def __init__(self, directory: str | os.PathLike, *, checked: bool = True, pdl: bool = True):
         self.dir = Path(directory)
@@ -71,9 +71,9 @@ class Dispatcher:
         return layout_verdict(table, self.gpu if self.checked else None)
 
     def launches_pdl(self, entry: dict) -> bool:
-        """Whether this kernel is launched as a programmatic dependent (see the class docstring); read
-        from the exported source, which the cubin was compiled from."""
-        return self.pdl and waits_for_prior_grid((self.dir / entry["file"]).read_text())
+        """Whether this kernel is launched as a programmatic dependent (see the class docstring; an
+        export without the check, or a driver older than CUDA 12.3, launches plainly)."""
+        return self.pdl and entry.get("pdl") is True
 
     def _cubin(self, entry: dict) -> bytes:
         if entry.get("cubin") and (self.dir / entry["cubin"]).exists():

@@ -41,6 +41,7 @@ constexpr size_t kMapCacheLimit = 4096;  // tensor maps kept per table before th
 // X(fn) expands to the struct's members and to their lookups.
 #define EVO_DRIVER_FNS(X) \
   X(cuGetErrorName) \
+  X(cuDriverGetVersion) \
   X(cuCtxGetCurrent) \
   X(cuCtxSetCurrent) \
   X(cuDeviceGet) \
@@ -73,6 +74,16 @@ const Driver& drv() {
     return d;
   }();
   return d;
+}
+
+// Programmatic dependent launch needs a driver of CUDA 12.3 or newer (CUDA graphs gained programmatic
+// edges then): with an older one every kernel is launched plainly.
+bool driver_has_pdl() {
+  static const bool ok = [] {
+    int version = 0;
+    return drv().cuDriverGetVersion(&version) == CUDA_SUCCESS && version >= 12030;
+  }();
+  return ok;
 }
 
 void check(CUresult r, const char* what) {
@@ -110,7 +121,7 @@ struct Kernel {
   std::string cubin;
   unsigned max_smem;
   bool big_cluster;
-  bool pdl;  // its first statement is griddepcontrol.wait: it may be launched as a programmatic dependent
+  bool pdl;  // waits for the previous grid before anything else (the export's PTX check): launched with PDL
   std::array<CUfunction, kMaxDevices> function{};  // loaded per device: a split-K workspace per device
   std::array<CUmodule, kMaxDevices> module{};
 };
@@ -233,8 +244,8 @@ void launch(Table& t, const Segment& s, int device, const void* pa, const void* 
   bool pdl;
   {
     std::lock_guard<std::mutex> lock(t.mu);
-    f = function_for(t.kernels[s.kernel], device);
-    pdl = t.kernels[s.kernel].pdl;  // loaded already (preload) but on a new device
+    f = function_for(t.kernels[s.kernel], device);  // loaded already (preload) but on a new device
+    pdl = t.kernels[s.kernel].pdl;
     LastLaunch& last = s.last;
     if (last.m != M || last.ptr[0] != pa || last.ptr[1] != pb || last.ptr[2] != pc) {
       last.maps.resize(n_maps);
@@ -366,7 +377,7 @@ int64_t add_kernel(int64_t handle, py::bytes cubin, int64_t max_smem, bool big_c
   k.cubin = cubin;
   k.max_smem = (unsigned)max_smem;
   k.big_cluster = big_cluster;
-  k.pdl = pdl;
+  k.pdl = pdl && driver_has_pdl();
   t.kernels.push_back(std::move(k));
   return (int64_t)t.kernels.size() - 1;
 }

@@ -139,6 +139,22 @@ class Compiler:
             return CompileResult("ok", key, cubin=out.read_bytes(), resources=parse_ptxas(log),
                                  log=trim_log(log, str(src)), seconds=seconds)
 
+    def ptx(self, source: str) -> str:
+        """The PTX nvcc makes of a source with this compiler's flags and the source's own options
+        (not cached: `evo export` reads it once per kernel). Raises CompileToolError on failure."""
+        flags = [f for f in self.flags if f not in ("-Xptxas", "-v")]
+        with tempfile.TemporaryDirectory(prefix="evo-ptx-") as tmp:
+            src, out = Path(tmp) / "k.cu", Path(tmp) / "k.ptx"
+            src.write_text(source)
+            try:
+                proc = subprocess.run([self.nvcc, "-ptx", *flags, *nvcc_flags(source), "-o", str(out), str(src)],
+                                      capture_output=True, text=True, cwd=tmp, timeout=self.timeout_s)
+            except (OptionError, subprocess.TimeoutExpired) as e:
+                raise CompileToolError(f"nvcc -ptx: {e}") from e
+            if proc.returncode != 0 or not out.exists():
+                raise CompileToolError(f"nvcc -ptx failed: {trim_log(proc.stdout + proc.stderr, str(src))}")
+            return out.read_text()
+
     def _paths(self, key: str) -> tuple[Path, Path]:
         return self.cache_dir / f"{key}.json", self.cache_dir / f"{key}.cubin"
 

@@ -105,9 +105,6 @@ hgemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__
         }
     }
     cp_async_wait<0>();
-    // Every load of this CTA is done: a launch waiting on this grid (PDL) may be scheduled now; its
-    // griddepcontrol.wait still holds it until this grid has finished and its stores are visible.
-    asm volatile("griddepcontrol.launch_dependents;");
 
 #if SPLIT_K > 1
     auto inside = [&](int i) {  // accumulator i -> (row, col) of the mma.sync fragment layout

@@ -273,9 +273,6 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
             }
-            // Every load of this CTA is issued: a launch waiting on this grid (PDL) may be scheduled
-            // now; its griddepcontrol.wait holds it until this grid has finished and its stores are visible.
-            asm volatile("griddepcontrol.launch_dependents;");
         }
 #if SPLIT_K > 1 && SPLIT_CLUSTER
         cluster_sync();  // the two cluster barriers of the consumers' reduction (one tile per CTA)

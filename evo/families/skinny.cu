@@ -114,9 +114,6 @@ hgemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__
         }
     }
     cp_async_wait<0>();
-    // Every load of this CTA is done: a launch waiting on this grid (PDL) may be scheduled now; its
-    // griddepcontrol.wait still holds it until this grid has finished and its stores are visible.
-    asm volatile("griddepcontrol.launch_dependents;");
 
     // Accumulator (mi, j, r): column n0 + wn0 + mi*16 + lane/4 + (r/2)*8 of C, row m0 + j*8 + (lane%4)*2 + r%2.
 #if SPLIT_K > 1
