@@ -52,7 +52,7 @@ def _search(c: EvoConfig, *, raw_config: dict | None = None, resume_run: int | N
         if store_config:  # the resumed session has started: the run continues under the new settings
             s.archive.set_run_config(s.run_id, as_dict(c))
         reason = search.run()
-        log.info(f"finished: {reason}. Browse with `evo archive elites {s.archive.path}`; "
+        log.info(f"{simulated_note(c.evaluator.backend)}finished: {reason}. Browse with `evo archive elites {s.archive.path}`; "
                  f"export with `evo export {s.archive.path}`", extra=RESULT)
         return SearchResult(str(s.archive.path), s.run_id, reason)
 

@@ -43,7 +43,8 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
         ev = s.evaluator
         gpu = ev.devices[0]
         peaks = ev.peaks(gpu.key)
-        log.info(f"device: {gpu.name}  peak {peaks.tflops:.0f} TFLOP/s, copy {peaks.bandwidth_gbs:.0f} GB/s (measured)")
+        how = "modelled by the test double" if c.evaluator.backend == "simulated" else "measured"
+        log.info(f"device: {gpu.name}  peak {peaks.tflops:.0f} TFLOP/s, copy {peaks.bandwidth_gbs:.0f} GB/s ({how})")
         progress = Progress(len(shapes), "bench", enabled=c.search.progress)
         libs = {}
         for shape, results in ev.measure_libraries(shapes):

@@ -344,7 +344,7 @@ class Search:
         remaining = self.c.search.max_evaluations - self.state.spent
         active = [isl for isl in self.islands if isl.members]
         per_island = max(1, min(self.c.search.children_per_island, remaining // max(1, len(self.islands))))
-        total = per_island * len(active)
+        total = min(per_island * len(active), remaining)  # the last generation stops at the budget, not past it
         plans: list[Plan] = []
         while self.state.repairs and len(plans) < math.ceil(total * self.c.search.repair_share):
             plan = self._repair_plan(self.state.repairs.pop(0))
