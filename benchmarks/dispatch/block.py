@@ -19,8 +19,8 @@ for a copy identical to plain).
 Timing, made quiet enough to tell a cost from noise: the process is pinned to one CPU (no
 migrations between cores mid-burst) with Python's garbage collector off, every copy is warmed up,
 then ROUNDS rounds each time every copy for one short burst (BURST forwards, or BURST graph
-replays, from an empty queue), the copies in alternating order (plain, evo, forced, torch-only, then
-backwards) so that drift falls on all alike. Each copy's x against plain is taken per round (plain's
+replays, from an empty queue), each round starting one copy further and every other block of rounds
+backwards (rounds_of), so that drift and position fall on all alike. Each copy's x against plain is taken per round (plain's
 time / the copy's, same round: a paired ratio), and reported as the median over rounds with a 95%
 bootstrap interval of that median (p25-p75 of the rounds in the JSON). A row whose interval lies
 entirely below 1 and below the a/a control's interval is slower beyond noise, and is listed at the
@@ -129,11 +129,17 @@ def graph_ms(g, iters=BURST):
 
 
 def rounds_of(measure, things, rounds=ROUNDS):
-    """`rounds` measurements of each thing, in alternating order (0 1 2 3, 3 2 1 0, ...) so that a
-    drift of clocks or temperature, and the position in a round, fall on all of them alike."""
+    """`rounds` measurements of each thing. Each round starts one copy further (0 1 2 3 4, 1 2 3 4 0,
+    ...), every other block of n rounds backwards (0 4 3 2 1, 4 3 2 1 0, ...): over 2n rounds each
+    copy takes every position equally often, the edges included, and no copy runs twice in a row
+    across rounds. The earlier order (0..4, then 4..0) kept plain and a/a at the edges, where a copy
+    ran twice in a row (the end of one round, the start of the next) and may find its state warm, and
+    the other copies always inside: a position effect that the a/a control, sharing plain's kind of
+    position, could not reveal."""
+    n = len(things)
     times = [[] for _ in things]
     for r in range(rounds):
-        order = range(len(things)) if r % 2 == 0 else reversed(range(len(things)))
+        order = [(-r - i) % n for i in range(n)] if (r // n) % 2 else [(r + i) % n for i in range(n)]
         for i in order:
             times[i].append(measure(things[i]))
     return times
