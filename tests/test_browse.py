@@ -52,7 +52,7 @@ def test_archive_commands(run_archive):
     assert "MODELLED" in table and "x_torch" in table
     kid = elites[0]["kernel_id"]
     shown = evo("archive", "show", str(run_archive), kid[:10])
-    assert kid in shown and "extern \"C\" __global__" in shown and "registers" in shown
+    assert kid in shown and "extern \"C\" __global__" in shown and "registers" in shown and "MODELLED" in shown
     lineage = json.loads(evo("archive", "lineage", "--json", str(run_archive), kid))
     assert lineage[0]["kernel_id"] == kid
     other = elites[1]["kernel_id"]

@@ -46,10 +46,14 @@ def cmd_elites(args) -> None:
         r["kernel"] = r["kernel_id"][:12]
         r["made_by"] = f"{r['family'] or '-'}/{r['operator']}"
     libs = sorted({lib for r in rows for lib in r["libraries"]})
-    if any(r["backend"] == "simulated" for r in rows):
-        print("NOTE: backend=simulated: these times are MODELLED by the CPU test double, not measured")
+    _note_simulated(rows)
     _emit(args, rows, ["shape", "kernel", "made_by", "time_us", *[f"vs_{lib}" for lib in libs], "roofline_fraction", "mode"],
           ["shape", "kernel", "family/operator", "time_us", *[f"x_{lib}" for lib in libs], "roofline", "mode"])
+
+
+def _note_simulated(rows: list[dict]) -> None:
+    if any(r["backend"] == "simulated" for r in rows):
+        print("NOTE: backend=simulated: these times are MODELLED by the CPU test double, not measured")
 
 
 def cmd_show(args) -> None:
@@ -66,6 +70,7 @@ def cmd_show(args) -> None:
         if c["status"] != "ok":
             print(c["log"])
     print()
+    _note_simulated(k["evaluations"])
     print(format_table(k["evaluations"], ["id", "run_id", "M", "N", "K", "status", "mode", "time_ms", "speedup",
                                           "best_library", "roofline_fraction", "backend"]))
     for call in k["llm_calls"]:
