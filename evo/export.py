@@ -18,7 +18,7 @@ from evo.core.dispatch_table import build_tables, recorded_speedup
 from evo.core.errors import CompileToolError, EvoError
 from evo.core.kernel import parse_declaration, waits_first_in_ptx
 from evo.core.version import VERSION
-from evo.evaluation.compiler import DEFAULT_FLAGS, Compiler
+from evo.evaluation.compiler import DEFAULT_FLAGS, Compiler, without_ptxas_report
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +32,14 @@ def pdl_verdicts(compiler: Compiler, sources: dict[str, str]) -> dict[str, bool]
     per distinct kernel, in parallel."""
     def verdict(item: tuple[str, str]) -> bool:
         try:
-            return waits_first_in_ptx(compiler.ptx(item[1]))
+            waits = waits_first_in_ptx(compiler.ptx(item[1]))
         except CompileToolError as e:
             log.warning(f"kernel {item[0][:12]}: no PTX to check ({e}); it will be launched without PDL")
             return False
+        if not waits:
+            log.info(f"kernel {item[0][:12]}: its PTX does more than read parameters before griddepcontrol.wait "
+                     f"(or has no wait): launched without PDL")
+        return waits
     with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         return dict(zip(sources, pool.map(verdict, sources.items())))
 
@@ -50,12 +54,15 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     compiler = None
-    if with_cubins:
+    if not with_cubins:
+        log.info("--no-cubins: no cubins, and no PTX check, so evo.dispatch launches every kernel without PDL")
+    else:
         try:
             compiler = Compiler()
         except CompileToolError as e:
-            log.warning(f"no cubins exported ({e}); evo.dispatch will compile the .cu files on first use")
-    flags = [f for f in DEFAULT_FLAGS if f not in ("-Xptxas", "-v")]
+            log.warning(f"no cubins exported ({e}); evo.dispatch will compile the .cu files on first use and "
+                        f"launch them without PDL (the PTX check needs nvcc)")
+    flags = without_ptxas_report(DEFAULT_FLAGS)
     entries, cells = [], []
     sources = {r["kernel_id"]: q.kernel_source(a, r["kernel_id"]) for r in rows}
     pdl_of = pdl_verdicts(compiler, sources) if compiler else {}

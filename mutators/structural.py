@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evo.core.compile_options import OPTIONS, OptionError, can_set_minblocks, options_of, with_options
+from evo.core.compile_options import OPTIONS, OptionError, can_set_minblocks, options_of, options_or_none, with_options
 from evo.core.errors import EvoError
 from evo.core.kernel import Candidate
 from evo.families import FAMILIES, Family
@@ -46,16 +46,9 @@ def crossover_uniform(a: list[int], b: list[int], rng: random.Random, *, indpb: 
     return [y if rng.random() < indpb else x for x, y in zip(a, b)]
 
 
-def _options(source: str) -> dict[str, str]:
-    try:
-        return options_of(source)
-    except OptionError:
-        return {}
-
-
 def carry_options(parent: Candidate, child: Candidate) -> Candidate:
     """The child with the parent's compile options (those its source can take)."""
-    opts = _options(parent.source)
+    opts = options_or_none(parent.source)
     if not opts:
         return child
     if "minblocks" in opts and not can_set_minblocks(child.source):
@@ -240,7 +233,7 @@ def _differences(failed: Candidate, parent: Candidate) -> list[str]:
     if family is None or failed.family != parent.family or not family.valid(parent.params):
         return []
     out = [k for k in family.space if failed.params.get(k) != parent.params.get(k)]
-    if _options(failed.source) != _options(parent.source):
+    if options_or_none(failed.source) != options_or_none(parent.source):
         out.append("options")
     return out
 

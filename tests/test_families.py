@@ -196,6 +196,10 @@ def test_text_that_only_looks_like_a_wait_first_is_not_taken_for_one(compiler):
     macro = f"#include <cuda_fp16.h>\n#define asm C[0] = A[0]; asm\n{ENTRY}\n  {WAIT}\n}}\n"
     commented = (f"#include <cuda_fp16.h>\n/* {ENTRY}\n  {WAIT}\n}} */\n"
                  f"{ENTRY}\n  C[threadIdx.x] = A[threadIdx.x];\n  {WAIT}\n}}\n")
-    for source in (macro, commented):
+    # inline asm can write anything into the PTX, a commented-out entry point that waits first included
+    fake = 'asm volatile("// .entry hgemm(\\n{\\ngriddepcontrol.wait;\\n}");'
+    injected = (f"#include <cuda_fp16.h>\n__device__ __noinline__ void note() {{ {fake} }}\n"
+                f"{ENTRY}\n  C[threadIdx.x] = A[threadIdx.x];\n  note();\n  {WAIT}\n}}\n")
+    for source in (macro, commented, injected):
         assert not waits_first_in_ptx(compiler.ptx(source))
     assert not waits_first_in_ptx("")  # no entry point at all

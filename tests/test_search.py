@@ -53,6 +53,14 @@ def test_search_respects_the_budget_and_fills_every_cell(uninterrupted):
     assert uninterrupted["policy"]["uses"]
 
 
+def test_the_last_generation_stops_at_the_budget(tmp_path):
+    """4 islands and 11 evaluations: the last generation has fewer children than islands. Equal budgets
+    (evo compare) need the search to stop at the budget, not up to islands - 1 past it."""
+    c, raw = config(tmp_path, "b.sqlite", "islands.n=4", "search.max_evaluations=11")
+    run_search(c, raw)
+    assert fingerprint(tmp_path / "b.sqlite")["search"] == 11
+
+
 def crash_after(monkeypatch, n: int) -> None:
     """Ctrl-C in the middle of a generation, once `n` evaluations have been taken in by the search."""
     from evo.evaluation.evaluator import Evaluator

@@ -2,8 +2,10 @@
 mm on W [N, K] transposed when called eagerly, where CUDA graphs see no difference?
 
 Per (M, N, K): kernels launched per call (torch.profiler), and per-call ms of the two layouts in
-CUDA graphs and eagerly (a loop of calls between events), interleaved over 9 rounds, medians; each
-sample spans at least 10 ms. Usage (GPU): python3 benchmarks/dispatch/layout_eager.py [OUT.json]
+CUDA graphs and eagerly (a loop of calls between events), interleaved over 9 rounds (which layout
+goes first alternates), medians; each sample spans at least 10 ms. The fifth session's run (in
+benchmarks/dispatch/fifth_session/layout_eager/) predates the alternation: kn always went first.
+Usage (GPU): python3 benchmarks/dispatch/layout_eager.py [OUT.json]
 """
 import json
 import math
@@ -62,13 +64,13 @@ def main(out=None):
         y = torch.empty(m, n, dtype=torch.float16, device="cuda")
         kn = lambda x=x, w_t=w_t, y=y: torch.mm(x, w_t, out=y)  # noqa: E731
         nk = lambda x=x, w=w, y=y: torch.mm(x, w.t(), out=y)  # noqa: E731
-        one = per_call_ms(nk, 20, False)
-        calls = max(20, math.ceil(10.0 / max(one, 1e-4)))
+        one = min(per_call_ms(f, 20, False) for f in (kn, nk))
+        calls = max(20, math.ceil(10.0 / max(one, 1e-4)))  # the faster layout's samples span 10 ms too
         res = {"graph": ([], []), "eager": ([], [])}
-        for _ in range(9):
+        for r in range(9):
             for mode in ("graph", "eager"):
-                res[mode][0].append(per_call_ms(kn, calls, mode == "graph"))
-                res[mode][1].append(per_call_ms(nk, calls, mode == "graph"))
+                for j in ((0, 1) if r % 2 == 0 else (1, 0)):  # which layout goes first alternates
+                    res[mode][j].append(per_call_ms((kn, nk)[j], calls, mode == "graph"))
         med = {mode: (statistics.median(a), statistics.median(b)) for mode, (a, b) in res.items()}
         row = {"M": m, "N": n, "K": k, "kernels_kn": kernels_per_call(kn), "kernels_nk": kernels_per_call(nk),
                "graph_ms": med["graph"], "eager_ms": med["eager"], "samples": res}

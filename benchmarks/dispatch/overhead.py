@@ -7,7 +7,9 @@ kernel to use; the column `used` says whether evo.dispatch uses the kernel there
 - eager: per-call time of the same calls issued one by one from Python (host cost included, as a
   model sees it), evo and torch;
 - eager_nopdl, graph_nopdl: evo's per-call time with the same kernels launched without programmatic
-  dependent launch (Dispatcher(pdl=False)), measured right after: what PDL changes;
+  dependent launch (Dispatcher(pdl=False)), measured right after (always after: a drift within a row
+  falls on them; the trigger A/B of the fifth session ran whole tables in turns instead): what PDL
+  changes;
 - every timed sample spans at least SAMPLE_MS (10 ms) of GPU time, as many passes of the calls as that
   takes, in both modes: a sample of a few ms of a large kernel runs at boost clocks that a longer run
   does not keep (the fifth session's first run read 512x4096x14336 through Linear 11% faster in a

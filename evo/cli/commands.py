@@ -38,7 +38,8 @@ def export_cli(argv: list[str]) -> None:
     p.add_argument("archive", help="the SQLite archive of a search or sweep")
     p.add_argument("--run", type=int, default=None, help="run id (default: the last run)")
     p.add_argument("--out", default="exported", help="output folder (default: exported/)")
-    p.add_argument("--no-cubins", action="store_true", help="do not compile cubins")
+    p.add_argument("--no-cubins", action="store_true",
+                   help="do not compile cubins (nor check the kernels for PDL: they are launched plainly)")
     p.add_argument("--verify", action="store_true", help="re-check every range on this GPU (correct over the "
                    "range, faster than torch beyond noise); evo.dispatch uses only ranges re-checked on its GPU")
     a = p.parse_args(argv)

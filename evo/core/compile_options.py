@@ -48,6 +48,14 @@ def options_of(source: str) -> dict[str, str]:
     return out
 
 
+def options_or_none(source: str) -> dict[str, str]:
+    """options_of, with {} for a line off the whitelist (such a source fails to compile anyway)."""
+    try:
+        return options_of(source)
+    except OptionError:
+        return {}
+
+
 def nvcc_flags(source: str) -> tuple[str, ...]:
     """The extra nvcc arguments of a source's options (OptionError for a bad line)."""
     return tuple(arg for name, value in sorted(options_of(source).items()) for arg in OPTIONS[name][value])

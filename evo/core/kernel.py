@@ -222,6 +222,7 @@ def _parse_tma(text: str, number: int) -> TmaDecl:
 # PTX instructions that may come before the wait: they read kernel parameters and special
 # registers, nothing in global memory
 _BEFORE_WAIT = re.compile(r"(?:ld\.param|mov|cvta)[.\s]")
+_PTX_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 def waits_first_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
@@ -230,9 +231,11 @@ def waits_first_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
     (PDL), its launch overlapping the previous kernel's tail. Decided on the PTX nvcc makes of the
     source (the code the cubin is assembled from), not on the source text, which macros, comments
     and strings can make say something else. Labels, branches and every other instruction before
-    the wait make it False."""
-    m = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(", ptx)
-    body = ptx.find("{", m.end()) if m else -1
+    the wait make it False, and so does any PTX with other than exactly one such entry point."""
+    ptx = _PTX_COMMENT.sub("", ptx)  # inline asm can put any text into a comment, `.entry` included
+    entries = list(re.finditer(r"^[ \t]*(?:\.visible[ \t]+|\.weak[ \t]+)?\.entry[ \t]+" + re.escape(entry)
+                               + r"[ \t]*\(", ptx, re.M))
+    body = ptx.find("{", entries[0].end()) if len(entries) == 1 else -1
     if body < 0:
         return False
     for line in ptx[body + 1:].splitlines():

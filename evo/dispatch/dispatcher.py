@@ -45,6 +45,7 @@ class Dispatcher:
         # torch.compile traces the operators instead, see extension.py), else torch's
         self._fns: tuple | None = None
         self.gpu: str | None = None  # the name of the GPU the C++ table was built for
+        self.driver_pdl: bool | None = None  # whether this driver takes PDL launches (known once built)
 
     def route(self, m: int, n: int, k: int, *, gpu: str | None = None) -> tuple[dict | None, str]:
         """(launch segment or None for torch, reason) for a call of shape (m, n, k) on `gpu`."""
@@ -73,7 +74,7 @@ class Dispatcher:
     def launches_pdl(self, entry: dict) -> bool:
         """Whether this kernel is launched as a programmatic dependent (see the class docstring; an
         export without the check, or a driver older than CUDA 12.3, launches plainly)."""
-        return self.pdl and entry.get("pdl") is True
+        return self.pdl and entry.get("pdl") is True and self.driver_pdl is not False
 
     def _cubin(self, entry: dict) -> bytes:
         if entry.get("cubin") and (self.dir / entry["cubin"]).exists():
@@ -112,6 +113,7 @@ class Dispatcher:
                     ext.add_segment(handle, table["N"], table["K"], s["m_lo"], s["m_hi"], index[rng["kernel"]],
                                     launch_values(s))
         ext.preload(handle, device)  # module loads cannot happen inside a CUDA-graph capture
+        self.driver_pdl = bool(ext.driver_has_pdl())
         self.handle = handle
         return handle
 

@@ -435,6 +435,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("add_kernel", &add_kernel);
   m.def("add_segment", &add_segment);
   m.def("preload", &preload);
+  m.def("driver_has_pdl", &driver_has_pdl);  // what add_kernel applies, so that explain() can say it
   // the same code without the dispatcher, for eager calls from Python (extension.py registers
   // torch.compile substitutes that call the operators instead)
   m.def("matmul", &matmul_any);

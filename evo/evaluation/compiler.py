@@ -29,6 +29,11 @@ MAX_LOG_CHARS = 4000
 
 
 @cache
+def without_ptxas_report(flags: tuple[str, ...] | list[str]) -> list[str]:
+    """The flags without `-Xptxas -v` (the resource report the search reads; nothing else needs it)."""
+    return [f for f in flags if f not in ("-Xptxas", "-v")]
+
+
 def nvcc_version(nvcc: str = "nvcc") -> str:
     path = shutil.which(nvcc)
     if not path:
@@ -142,7 +147,7 @@ class Compiler:
     def ptx(self, source: str) -> str:
         """The PTX nvcc makes of a source with this compiler's flags and the source's own options
         (not cached: `evo export` reads it once per kernel). Raises CompileToolError on failure."""
-        flags = [f for f in self.flags if f not in ("-Xptxas", "-v")]
+        flags = without_ptxas_report(self.flags)
         with tempfile.TemporaryDirectory(prefix="evo-ptx-") as tmp:
             src, out = Path(tmp) / "k.cu", Path(tmp) / "k.ptx"
             src.write_text(source)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -98,7 +99,7 @@ class Family:
         differ = np.zeros(len(table), dtype=np.int64)
         for column, key in enumerate(self.space):
             value = params.get(key)
-            if isinstance(value, (int, float)):
+            if isinstance(value, numbers.Real):
                 differ += table[:, column] != value
             else:  # missing, or not a number: differs from every valid value
                 differ += 1

@@ -17,12 +17,14 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from types import MappingProxyType
 
 import numpy as np
 
-from evo.core.compile_options import OptionError, options_of
+from evo.core.compile_options import options_or_none
 from evo.core.kernel import Candidate
 from evo.core.records import Resources
 from evo.core.shapes import Shape
@@ -60,21 +62,18 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
 
 
 @lru_cache(maxsize=1024)  # a child is ranked at several shapes and generations: read its source once
-def _genome(source: str) -> dict[str, int]:
-    """The source's `#define` values the model knows (shared between callers: read, never change)."""
-    return {k: int(v) for k, v in _DEFINE.findall(source) if k in DEFINES}
+def _genome(source: str) -> Mapping[str, int]:
+    """The source's `#define` values the model knows (shared between callers: read-only)."""
+    return MappingProxyType({k: int(v) for k, v in _DEFINE.findall(source) if k in DEFINES})
 
 
 @lru_cache(maxsize=1024)
-def _options(source: str) -> dict[str, str]:
-    """The source's compile options ({} for a line off the whitelist, which fails to compile anyway)."""
-    try:
-        return options_of(source)
-    except OptionError:
-        return {}
+def _options(source: str) -> Mapping[str, str]:
+    """The source's compile options, read once per source (shared between callers: read-only)."""
+    return MappingProxyType(options_or_none(source))
 
 
-def _option_features(o: dict[str, str], stages: int, k_steps: float) -> list[float]:
+def _option_features(o: Mapping[str, str], stages: int, k_steps: float) -> list[float]:
     """The compile options (compile_options.py) and how deep the pipeline is against the K loop: on
     the H200 the search's new bests over the shortlist were register caps and 6-7 stages where K
     gives 12-16 steps, which the genome features alone could not tell apart. The shipped prior's
