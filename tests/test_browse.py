@@ -131,6 +131,20 @@ def test_export_writes_sources_cubins_and_a_manifest(run_archive, tmp_path):
     assert (77, 4096, 4096) in d.entries
 
 
+def test_failures_counts_children_that_never_reached_the_evaluator(run_archive, tmp_path):
+    import shutil
+    path = tmp_path / "f.sqlite"
+    shutil.copy(run_archive, path)
+    a = Archive.open(path)
+    run = a.last_run("search")["id"]
+    state = a.get_state(run, "search")
+    a.put_state(run, "search", dict(state, failures={"unsupported_child": 7, "operator_failed": 2}))
+    a.close()
+    shown = evo("archive", "failures", str(path))
+    assert "never reached the evaluator" in shown and "unsupported_child 7, operator_failed 2" in shown
+    assert isinstance(json.loads(evo("archive", "failures", "--json", str(path))), list)
+
+
 def _free_port() -> int:
     """A loopback port nothing listens on (the kernel's pick, released at once)."""
     with socket.socket() as s:

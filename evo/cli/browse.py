@@ -98,7 +98,18 @@ def cmd_diff(args) -> None:
 
 def cmd_failures(args) -> None:
     a = Archive.open(args.archive, readonly=True)
-    _emit(args, q.failures(a, q.resolve_run(a, args.run)["id"]), ["status", "operator", "count"])
+    run_id = q.resolve_run(a, args.run)["id"]
+    rows = q.failures(a, run_id)
+    # children that failed before any evaluation (an operator's error, a child no shape supports) are
+    # not evaluations: the search counts them in its state
+    made = (a.get_state(run_id, "search") or {}).get("failures") or {}
+    if rows or args.json or not made:
+        _emit(args, rows, ["status", "operator", "count"])
+    else:
+        print("no failed evaluations")
+    if made and not args.json:
+        print("children that never reached the evaluator (counted by the search): "
+              + ", ".join(f"{k} {v}" for k, v in sorted(made.items(), key=lambda kv: -kv[1])))
 
 
 def cmd_llm(args) -> None:
