@@ -380,3 +380,24 @@ def test_cost_prior_on_without_a_usable_prior_says_how_to_get_one(tmp_path, monk
                       f"archive.path={tmp_path / 'a.sqlite'}"])
     with pytest.raises(ConfigError, match="rebuild it with `python -m evo.search.cost_prior"):
         run_search(c, raw)
+
+
+def test_a_shortlist_takes_the_cuda_core_family_only_where_nothing_else_runs():
+    """simt was never a shape's best in the H200 shortlist sweeps: its slot goes to the next
+    tensor-core pick, and every pick the shortlist had besides it stays."""
+    from evo.search import sweep
+    every = sorted(FAMILIES)
+
+    def picks(shape, families=every):
+        return sweep.plan(families, shape, budget=12, sample="shortlist", rng=random.Random(0), num_sms=132)
+
+    for shape in (Shape(513, 2304, 2048), Shape(77, 4096, 4096), Shape(1, 4096, 14336)):
+        now = picks(shape)
+        assert len(now) == 12 and all(c.family != "simt" for c in now)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(sweep, "FALLBACK_ONLY", frozenset())
+            before = picks(shape)
+        assert any(c.family == "simt" for c in before)
+        assert {c.id for c in before if c.family != "simt"} < {c.id for c in now}
+    assert [c.family for c in picks(Shape(5, 7, 13))] == ["simt"]  # unaligned: only simt runs it
+    assert picks(Shape(513, 2304, 2048), ["simt"])  # asked for alone, it is sampled

@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 
 #: picks taken from each family per round of a shortlist (the Hopper family wins most shapes)
 SHORTLIST_SHARE = {"hopper": 3, "skinny": 2, "ampere": 1, "simt": 1}
+#: families a shortlist takes only where no other family it samples supports the shape: the CUDA-core
+#: simt was never a shape's best in the H200 shortlist sweeps (238 shapes of grid125 and llm_layers;
+#: at most 0.35 of the best), so its slots go to the tensor-core families' next picks
+FALLBACK_ONLY = frozenset({"simt"})
 
 
 def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: random.Random,
@@ -47,9 +51,11 @@ def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: ra
         cand = FAMILIES[family].candidate(params, operator=f"sweep_{sample}")
         if cand.declaration.supports(shape, num_sms=num_sms):
             out.append(cand)
-        if len(out) >= budget:
+        if len(out) >= budget and sample != "shortlist":  # a shortlist's pool is small: see it whole
             break
-    return out
+    if sample == "shortlist" and any(c.family not in FALLBACK_ONLY for c in out):
+        out = [c for c in out if c.family not in FALLBACK_ONLY]
+    return out[:budget]
 
 
 def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> dict:
