@@ -28,12 +28,12 @@ DEFAULT_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "
 MAX_LOG_CHARS = 4000
 
 
-@cache
 def without_ptxas_report(flags: tuple[str, ...] | list[str]) -> list[str]:
     """The flags without `-Xptxas -v` (the resource report the search reads; nothing else needs it)."""
     return [f for f in flags if f not in ("-Xptxas", "-v")]
 
 
+@cache
 def nvcc_version(nvcc: str = "nvcc") -> str:
     path = shutil.which(nvcc)
     if not path:
