@@ -46,9 +46,23 @@ SAMPLE_MS = 10.0  # every timed sample spans at least this much GPU time: a 2 ms
                   # kernel reads boost clocks that a longer one (and a model) does not keep
 
 
-def _passes(one_pass_ms: float) -> int:
-    """How many passes of the call sequence make one sample of at least SAMPLE_MS."""
-    return max(1, math.ceil(SAMPLE_MS / max(one_pass_ms, 1e-3)))
+def _median_per_call(one_pass, calls, repeats):
+    """Median per-call ms over `repeats` samples, each `passes` runs of one_pass(j), j = 0..passes-1
+    (each issues `calls` calls), between two events; a first round, not kept, sizes `passes` so that
+    every sample spans at least SAMPLE_MS."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    out, passes = [], 1
+    for r in range(repeats + 1):
+        start.record()
+        for j in range(passes):
+            one_pass(j)
+        end.record()
+        end.synchronize()
+        if r == 0:
+            passes = max(1, math.ceil(SAMPLE_MS / max(start.elapsed_time(end), 1e-3)))
+        else:
+            out.append(start.elapsed_time(end) / (calls * passes))
+    return sorted(out)[len(out) // 2]
 
 
 def _buffers(m, n, k):
@@ -62,19 +76,12 @@ def eager(fn, sets, calls, repeats=5, burst=16):
     for i in range(sets):
         fn(i)
     torch.cuda.synchronize()
-    per_call, host = [], []
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    passes = 1
-    for r in range(repeats + 1):  # the first round only sizes the samples
-        start.record()
-        for i in range(calls * passes):
+
+    def one_pass(j):  # pass j continues where pass j - 1 stopped in the rotation over the sets
+        for i in range(j * calls, (j + 1) * calls):
             fn(i % sets)
-        end.record()
-        end.synchronize()
-        if r == 0:
-            passes = _passes(start.elapsed_time(end))
-        else:
-            per_call.append(start.elapsed_time(end) / (calls * passes))
+
+    per_call, host = _median_per_call(one_pass, calls, repeats), []
     # host cost: bursts of a few calls into an empty queue (a long loop can fill the launch queue,
     # and then the issuing time is the GPU's, not the host's)
     for _ in range(4 * repeats):
@@ -84,7 +91,7 @@ def eager(fn, sets, calls, repeats=5, burst=16):
             fn(i % sets)
         host.append((time.perf_counter() - t0) / burst * 1e3)
     torch.cuda.synchronize()
-    return sorted(per_call)[len(per_call) // 2], sorted(host)[len(host) // 2]
+    return per_call, sorted(host)[len(host) // 2]
 
 
 def graph(fn, sets, calls, repeats=5):
@@ -99,20 +106,7 @@ def graph(fn, sets, calls, repeats=5):
         for i in range(calls):
             fn(i % sets)
     g.replay()
-    out = []
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    passes = 1
-    for r in range(repeats + 1):  # the first round only sizes the samples
-        start.record()
-        for _ in range(passes):
-            g.replay()
-        end.record()
-        end.synchronize()
-        if r == 0:
-            passes = _passes(start.elapsed_time(end))
-        else:
-            out.append(start.elapsed_time(end) / (calls * passes))
-    return sorted(out)[len(out) // 2]
+    return _median_per_call(lambda j: g.replay(), calls, repeats)
 
 
 def linear_rows(d, rows):
