@@ -29,6 +29,7 @@ OPEN_POOL = 12  # untried shortlist picks the cost model chooses among (it was f
 
 
 def encode(family: Family, params: dict) -> list[int]:
+    params = family.complete(params)
     return [family.space[k].index(params[k]) for k in family.space]
 
 

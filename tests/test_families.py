@@ -112,6 +112,8 @@ def test_cluster_split_k_declares_one_cluster_per_tile():
     (dict(CLUSTER_M=2, BN=64), "BN must be at least 128"),
     (dict(CTAS_PER_SM=2, CONSUMERS=1, BM=64, STAGES=2), "too few for one wgmma"),
     (dict(CTAS_PER_SM=2, CONSUMERS=1, BN=128, STAGES=5), "2 CTA(s) per SM"),
+    (dict(TAIL_SPLIT=4, SPLIT_K=2), "needs SPLIT_K=1"),
+    (dict(TAIL_SPLIT=4, PERSISTENT=0), "PERSISTENT=1"),
 ])
 def test_hopper_combinations_that_cannot_work_are_explained(change, reason):
     fam = FAMILIES["hopper"]
@@ -203,3 +205,89 @@ def test_text_that_only_looks_like_a_wait_first_is_not_taken_for_one(compiler):
     for source in (macro, commented, injected):
         assert not waits_first_in_ptx(compiler.ptx(source))
     assert not waits_first_in_ptx("")  # no entry point at all
+
+
+SCHEDULE_CHECK = r"""
+#include <cstdio>
+#include <vector>
+%(defines)s
+%(schedule)s
+// Every (tile, k-step) is computed by exactly one item; every reduction slot gathers exactly `parts`
+// items, all of one tile; a tail split's slots stay below the number of CTAs (the workspace's size).
+int check(int M, int N, int K, int slots) {
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
+    const int tiles = tiles_m * tiles_n, items = count_items(tiles, slots);
+    const int slot_limit = TAIL_SPLIT > 1 ? slots : tiles;
+    std::vector<int> seen(tiles * k_tiles, 0), slot_tile(slot_limit, -1), slot_items(slot_limit, 0);
+    std::vector<int> slot_parts(slot_limit, 0);
+    for (int item = 0; item < items; ++item) {
+        Work w = work_item(item, tiles_m, tiles_n, k_tiles, slots);
+        if (w.m0 < 0 || w.m0 >= tiles_m * BM || w.n0 < 0 || w.n0 >= tiles_n * BN) return 1;
+        const int tile = (w.m0 / BM) * tiles_n + w.n0 / BN;
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) seen[tile * k_tiles + kt] += 1;
+        if (w.parts == 1) continue;
+        if (w.slot < 0 || w.slot >= slot_limit) return 2;
+        if (slot_tile[w.slot] != -1 && (slot_tile[w.slot] != tile || slot_parts[w.slot] != w.parts)) return 3;
+        slot_tile[w.slot] = tile; slot_parts[w.slot] = w.parts; slot_items[w.slot] += 1;
+    }
+    for (int v : seen) if (v != 1) return 4;
+    for (int s = 0; s < slot_limit; ++s)
+        if (slot_tile[s] >= 0 && slot_items[s] != slot_parts[s]) return 5;
+    return 0;
+}
+int main() {
+    const int shapes[][4] = {%(shapes)s};
+    for (const auto& s : shapes) {
+        const int bad = check(s[0], s[1], s[2], s[3]);
+        if (bad) { std::printf("%%d %%d %%d %%d: check %%d failed\n", s[0], s[1], s[2], s[3], bad); return 1; }
+    }
+    std::printf("ok\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("change", [dict(TAIL_SPLIT=4), dict(TAIL_SPLIT=16, BM=64, BN=64, CONSUMERS=1),
+                                    dict(SPLIT_K=3, PERSISTENT=0), dict(GROUP_M=1)])
+def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
+    """The persistent schedule of hopper.cu itself (not a copy of it), compiled for the host by nvcc:
+    whole tiles in full rounds, the last round's tiles split over K (a tail split), plain split-K."""
+    import re
+    import shutil
+    import subprocess
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    fam = FAMILIES["hopper"]
+    source = fam.render(dict(fam.default, STAGES=2, **change))
+    defines = "\n".join(re.findall(r"^#define (?:BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT) .*$", source, re.M))
+    schedule = source[source.index("struct Work"):source.index('extern "C" __global__')]
+    schedule = "#include <algorithm>\nusing std::min; using std::max;\n" + schedule.replace(
+        "__device__ __forceinline__", "static inline")
+    shapes = [(M, N, K, slots) for M in (1, 64, 257, 512, 1500, 4097) for N in (64, 2304, 10240)
+              for K in (64, 640, 8192) for slots in (132, 264, 7)]
+    (tmp_path / "check.cpp").write_text(SCHEDULE_CHECK % {
+        "defines": defines, "schedule": schedule,
+        "shapes": ", ".join("{{{}, {}, {}, {}}}".format(*s) for s in shapes)})
+    subprocess.run([nvcc, "-x", "c++", "-std=c++17", "-o", str(tmp_path / "check"), str(tmp_path / "check.cpp")],
+                   check=True, capture_output=True, text=True)
+    assert subprocess.run([str(tmp_path / "check")], capture_output=True, text=True).stdout.strip() == "ok"
+
+
+def test_parameters_archived_before_a_gene_existed_still_render_and_mutate():
+    """Kernels archived before TAIL_SPLIT existed carry no value for it: they are the TAIL_SPLIT=1 kernels."""
+    from mutators.structural import encode
+    fam = FAMILIES["hopper"]
+    old = {k: v for k, v in fam.default.items() if k != "TAIL_SPLIT"}
+    assert fam.valid(old) and fam.render(old) == fam.render(fam.default)
+    assert encode(fam, old) == encode(fam, fam.default)
+    assert fam.repair(dict(old, STAGES=99), random.Random(0))["TAIL_SPLIT"] == 1
+
+
+def test_shortlists_split_the_last_round_where_it_leaves_most_sms_idle():
+    """512x10240 has 160 tiles of 128x256: a second round of 28 tiles on 132 SMs. The shortlist
+    leads with a tail split; where the tiles fill whole rounds it offers none."""
+    picks = FAMILIES["hopper"].suggest(512, 10240, 8192)
+    assert picks[0]["TAIL_SPLIT"] > 1 and picks[0]["SPLIT_K"] == 1
+    launch = parse_declaration(FAMILIES["hopper"].render(picks[0])).launch_for(Shape(512, 10240, 8192), num_sms=132)
+    assert launch.grid == (132, 1, 1)
+    assert all(p["TAIL_SPLIT"] == 1 for p in FAMILIES["hopper"].suggest(1024, 8448, 4096)
+               if (p["BM"], p["BN"]) == (128, 256))  # 264 tiles of 128x256: two whole rounds

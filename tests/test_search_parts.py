@@ -401,3 +401,17 @@ def test_a_shortlist_takes_the_cuda_core_family_only_where_nothing_else_runs():
         assert {c.id for c in before if c.family != "simt"} < {c.id for c in now}
     assert [c.family for c in picks(Shape(5, 7, 13))] == ["simt"]  # unaligned: only simt runs it
     assert picks(Shape(513, 2304, 2048), ["simt"])  # asked for alone, it is sampled
+
+
+def test_a_shortlist_takes_ampere_above_m_64_only_where_k_is_short():
+    """ampere won grid125 shapes with M > 64 only at K = 64 and lost every mid-M llm_layers shape:
+    above M = 64 its slot goes to hopper's next pick unless K is short; below, it keeps its slot."""
+    from evo.search import sweep
+
+    def families(shape):
+        return [c.family for c in sweep.plan(sorted(FAMILIES), shape, budget=12, sample="shortlist",
+                                             rng=random.Random(0), num_sms=132)]
+
+    assert families(Shape(513, 2304, 2048)) == ["hopper"] * 12
+    assert "ampere" in families(Shape(1024, 64, 64)) and "ampere" in families(Shape(16, 2816, 2048))
+    assert families(Shape(5, 7, 13)) == ["simt"]  # unaligned: neither tensor-core family runs it

@@ -34,6 +34,14 @@ class Family:
     default: Params = field(default_factory=dict)
     _suggest: Callable[[int, int, int, int], list[Params]] | None = field(default=None, repr=False)
     default_in_shortlist: bool = True  # False: a shape the heuristic does not cover gets no pick at all
+    #: genes added after kernels were archived without them, with the value that renders those kernels
+    #: (a resumed search or an export reads parameters written before the gene existed)
+    later_genes: dict[str, int] = field(default_factory=dict)
+
+    def complete(self, params: Params) -> Params:
+        """`params` with every missing later gene at its value from before the gene existed."""
+        missing = {k: v for k, v in self.later_genes.items() if k not in params}
+        return dict(params, **missing) if missing else params
 
     def suggest(self, M: int, N: int, K: int, num_sms: int = 132, limit: int = 8) -> list[Params]:
         """A shortlist of promising configurations for one shape (a heuristic, like a library's)."""
@@ -46,6 +54,7 @@ class Family:
 
     def problem(self, params: Params) -> str | None:
         """Why these parameters are invalid, or None if they are valid."""
+        params = self.complete(params)
         missing = set(self.space) - set(params)
         extra = set(params) - set(self.space)
         if missing or extra:
@@ -59,6 +68,7 @@ class Family:
         return self.problem(params) is None
 
     def render(self, params: Params) -> str:
+        params = self.complete(params)
         reason = self.problem(params)
         if reason:
             raise ValueError(f"{self.name}: {reason}")
@@ -66,6 +76,7 @@ class Family:
         return string.Template(template_text(self.template)).substitute(values)
 
     def candidate(self, params: Params, *, operator: str = "seed", parents: tuple[str, ...] = ()) -> Candidate:
+        params = self.complete(params)
         return Candidate.make(self.render(params), family=self.name, params=params, operator=operator, parents=parents)
 
     @cached_property
@@ -86,6 +97,7 @@ class Family:
     def repair(self, params: Params, rng: Random) -> Params:
         """The valid configuration closest to `params` (fewest differing parameters; ties at random,
         drawn among the ties in all_valid's order)."""
+        params = self.complete(params)
         if self.valid(params):
             return dict(params)
         distances = self._distances(params)

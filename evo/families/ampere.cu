@@ -111,7 +111,7 @@ hgemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__
         const int mi = i / (NI * 4), ni = (i / 4) % NI;
         return m0 + wm0 + mi * 16 + lane / 4 + ((i / 2) % 2) * 8 < M && n0 + wn0 + ni * 8 + (lane % 4) * 2 < N;
     };
-    if (!splitk_reduce<ACC_PER_THREAD>(acc, tile, split, tid, THREADS, &splitk_flag, inside)) return;
+    if (!splitk_reduce<ACC_PER_THREAD>(acc, tile, SPLIT_K, tid, THREADS, &splitk_flag, inside)) return;
 #endif
     // Epilogue: fp32 -> fp16, bounds-checked half2 stores (N % 8 == 0 keeps pairs inside a row).
     #pragma unroll

@@ -2,6 +2,7 @@
 // accumulators, one producer warpgroup and ${CONSUMERS} consumer warpgroup(s) with register reallocation,
 // and a persistent tile scheduler with grouped rasterization.
 // Tile ${BM}x${BN}x64, ${STAGES} stages, raster group ${GROUP_M}, split-K ${SPLIT_K} (${SPLIT_HOW}),
+// last-round tiles split over K up to ${TAIL_SPLIT} ways,
 // ${CTAS_PER_SM} CTA(s) per SM, ${CLUSTER_M} CTA(s) per cluster along M sharing B by TMA multicast.
 #include <cuda.h>
 #include <cuda_fp16.h>
@@ -20,6 +21,7 @@
 #define CONSUMERS ${CONSUMERS}
 #define GROUP_M ${GROUP_M}
 #define SPLIT_K ${SPLIT_K}
+#define TAIL_SPLIT ${TAIL_SPLIT}  // >1: the tiles left for the last, partial round split K to fill idle SMs
 #define SPLIT_CLUSTER ${SPLIT_CLUSTER}  // 1: the split-K CTAs of a tile form a cluster and add over DSMEM
 #define CTAS_PER_SM ${CTAS_PER_SM}
 #define CLUSTER_M ${CLUSTER_M}  // 2: CTA pairs on neighbouring M tiles; each loads half of B for both
@@ -176,23 +178,51 @@ __device__ __forceinline__ void cluster_reduce_store(const float* part, half* C,
 }
 #endif
 
-// Persistent schedule: work item -> (tile_m, tile_n, k split), grouped GROUP_M tiles along M so
-// that consecutive CTAs share B columns in L2.
-struct Work { int m0, n0, kt_begin, kt_end; };
-__device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, int k_tiles) {
-    int split = item % SPLIT_K;
-    int tile = item / SPLIT_K;
+// Persistent schedule: work item -> (tile_m, tile_n, k range), grouped GROUP_M tiles along M so
+// that consecutive CTAs share B columns in L2. `slot` and `parts` name the split-K reduction an item
+// takes part in (parts == 1: none).
+struct Work { int m0, n0, kt_begin, kt_end, slot, parts; };
+
+#if TAIL_SPLIT > 1
+// Every full round of `slots` CTAs takes whole tiles; the tiles left over for the last round would
+// leave SMs idle, so each is split over K into as many parts (up to TAIL_SPLIT) as fill that round.
+__device__ __forceinline__ int tail_parts(int tail, int slots) {
+    return tail > 0 ? max(1, min(TAIL_SPLIT, slots / tail)) : 1;
+}
+__device__ __forceinline__ int count_items(int tiles, int slots) {
+    const int whole = tiles / slots * slots;
+    return whole + (tiles - whole) * tail_parts(tiles - whole, slots);
+}
+#else
+__device__ __forceinline__ int count_items(int tiles, int) { return tiles * SPLIT_K; }
+#endif
+
+__device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, int k_tiles, int slots) {
+    int tile, split, parts, slot;
+#if TAIL_SPLIT > 1
+    const int whole = tiles_m * tiles_n / slots * slots;
+    if (item < whole) {
+        tile = item; split = 0; parts = 1; slot = 0;
+    } else {  // the workspace holds one slot per last-round tile: fewer than `slots`, whatever the shape
+        parts = tail_parts(tiles_m * tiles_n - whole, slots);
+        slot = (item - whole) / parts; tile = whole + slot; split = (item - whole) % parts;
+    }
+#else
+    (void)slots;
+    split = item % SPLIT_K; tile = item / SPLIT_K; parts = SPLIT_K; slot = tile;
+#endif
     int width = GROUP_M * tiles_n;
     int group = tile / width;
     int first_m = group * GROUP_M;
     int group_rows = min(tiles_m - first_m, GROUP_M);
     int tm = first_m + (tile % width) % group_rows;
     int tn = (tile % width) / group_rows;
-    int per_split = (k_tiles + SPLIT_K - 1) / SPLIT_K;
+    int per_split = (k_tiles + parts - 1) / parts;
     Work w;
     w.m0 = tm * BM; w.n0 = tn * BN;
     w.kt_begin = min(split * per_split, k_tiles);
     w.kt_end = min(w.kt_begin + per_split, k_tiles);
+    w.slot = slot; w.parts = parts;
     return w;
 }
 
@@ -217,15 +247,15 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
     // With multicast, an item is a pair of neighbouring M tiles and both CTAs of a cluster walk the same
     // items; CTA r of the pair takes the pair's r-th tile.
     const int pair_rows = (tiles_m + CLUSTER_M - 1) / CLUSTER_M;
-    const int items = pair_rows * tiles_n * SPLIT_K;
     const int first_item = blockIdx.x / CLUSTER_M, item_stride = gridDim.x / CLUSTER_M;
+    const int items = count_items(pair_rows * tiles_n, item_stride);
 #if CLUSTER_M > 1
     const int m_rank = cluster_rank();
 #else
     const int m_rank = 0;
 #endif
     auto tile_of = [&](int item) {
-        Work w = work_item(item, pair_rows, tiles_n, k_tiles);
+        Work w = work_item(item, pair_rows, tiles_n, k_tiles, item_stride);
         w.m0 = w.m0 * CLUSTER_M + m_rank * BM;
         return w;
     };
@@ -333,15 +363,15 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 cluster_sync();  // peers have read our partial: now this CTA may exit
                 continue;
             }
-#elif SPLIT_K > 1
+#elif SPLIT_K > 1 || TAIL_SPLIT > 1
             const int row_base = w.m0 + consumer * ROWS_PER_CONSUMER + warp * 16 + lane / 4;
             const int col_base = w.n0 + (lane % 4) * 2;
             auto inside = [&](int i) {  // accumulator i -> (row, col) of the wgmma fragment layout
                 const int mt = i / (BN / 2), j = i % (BN / 2);
                 return row_base + mt * 64 + ((j / 2) % 2) * 8 < M && col_base + (j / 4) * 8 < N;
             };
-            if (!splitk_reduce<ACC_PER_THREAD>(acc, item / SPLIT_K, item % SPLIT_K, threadIdx.x - 128,
-                                               CONSUMERS * 128, splitk_flag, inside))
+            if (w.parts > 1 && !splitk_reduce<ACC_PER_THREAD>(acc, w.slot, w.parts, threadIdx.x - 128,
+                                                              CONSUMERS * 128, splitk_flag, inside))
                 continue;  // another CTA of this tile adds our partial sums and stores
 #endif
 

@@ -1,5 +1,6 @@
 """Family "hopper": TMA + wgmma, warp-specialized producer/consumers, persistent (sm_90a)."""
 import itertools
+import math
 
 from evo.families._family import (
     ANY_SPLITS,
@@ -51,6 +52,8 @@ def _problem(p: Params) -> str | None:
             return "multicast pairs (CLUSTER_M=2) do not combine with split-K"
         if p["BN"] < 128:
             return "multicast pairs share B as whole 64-column boxes: BN must be at least 128"
+    if p["TAIL_SPLIT"] > 1 and (p["SPLIT_K"] > 1 or not p["PERSISTENT"] or p["CLUSTER_M"] > 1):
+        return "TAIL_SPLIT splits the last round of a persistent schedule: it needs SPLIT_K=1, PERSISTENT=1, CLUSTER_M=1"
     if p["SPLIT_CLUSTER"] == 1:
         if p["SPLIT_K"] == 1:
             return "SPLIT_CLUSTER needs SPLIT_K > 1"
@@ -89,19 +92,23 @@ def _consumer_regs(p: Params) -> int:
 def _derive(p: Params) -> dict[str, str]:
     consumers, cluster, pair = p["CONSUMERS"], _cluster(p), p["CLUSTER_M"]
     if pair == 1:
-        items = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * {p['SPLIT_K']}"
+        # a tail split makes up to TAIL_SPLIT items of a tile when the tiles do not fill the GPU
+        items = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * {p['SPLIT_K'] * p['TAIL_SPLIT']}"
         grid = f"min(num_sms * {p['CTAS_PER_SM']}, {items})" if p["PERSISTENT"] else items
     else:  # items are pairs of M tiles, one cluster of `pair` CTAs each
         items = f"cdiv(cdiv(M, {p['BM']}), {pair}) * cdiv(N, {p['BN']})"
         grid = (f"{pair} * min(num_sms * {p['CTAS_PER_SM']} // {pair}, {items})" if p["PERSISTENT"]
                 else f"{pair} * {items}")
     cluster_dims = p["SPLIT_K"] if cluster else pair
+    atomic = not cluster and (p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1)  # partial tiles meet in L2
+    tail_requires = (f"\n// @evo requires = num_sms * {p['CTAS_PER_SM'] * p['BM'] * p['BN']} <= 8388608"
+                     if p["TAIL_SPLIT"] > 1 else "")  # one workspace slot per last-round tile
     return {
         "THREADS": str(128 * (consumers + 1)), "SMEM": str(_smem(p)), "GRID": grid,
         "PRODUCER_REGS": "40", "CONSUMER_REGS": str(_consumer_regs(p)),
         "WGMMA": wgmma_helper(p["BN"]),
-        "SPLITK": "" if cluster else splitk_snippet(p["SPLIT_K"]),
-        "SPLITK_REQUIRES": "" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"]),
+        "SPLITK": splitk_snippet(2) if atomic else "",
+        "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
         "SPLIT_HOW": "cluster DSMEM" if cluster else ("fp32 atomics" if p["SPLIT_K"] > 1 else "none"),
         "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
     }
@@ -121,6 +128,22 @@ def _fit_stages(p: Params) -> Params | None:
     return None
 
 
+def tail_parts(tiles: int, slots: int, cap: int = 16) -> int:
+    """How many parts the kernel splits each last-round tile into (as `tail_parts` in hopper.cu)."""
+    tail = tiles % slots
+    return max(1, min(cap, slots // tail)) if tail else 1
+
+
+def tail_score(M: int, N: int, bm: int, bn: int, parts: int, num_sms: int, reduction_cost: float = 0.25) -> float:
+    """`tile_score` for a tail split: full rounds of whole tiles, then a round of tiles in `parts`
+    K slices, each slice paying the split-K reduction."""
+    tm, tn = -(-M // bm), -(-N // bn)
+    tiles = tm * tn
+    rounds = tiles // num_sms + (1 + reduction_cost * math.log2(parts)) / parts
+    intensity = min(1.0, (bm * bn / (bm + bn)) / (128 * 256 / 384)) ** 0.25
+    return (M * N) / (tiles * bm * bn) * tiles / (rounds * num_sms) * intensity
+
+
 def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
     k_tiles = -(-K // 64)
     out = []
@@ -130,13 +153,14 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         if q is not None:
             out.append((score, q))
 
+    # 64x192 (one consumer): 513x2304 needs 9x12 tiles of it against 5x9 of 128x256 (fewer padded rows, a fuller wave)
     for bm, bn, consumers in ((128, 256, 2), (256, 128, 2), (128, 128, 2), (128, 128, 1), (128, 192, 2),
-                              (64, 256, 1), (64, 128, 1), (64, 64, 1), (128, 64, 1)):
+                              (64, 256, 1), (64, 192, 1), (64, 128, 1), (64, 64, 1), (128, 64, 1)):
         tiles = -(-M // bm) * -(-N // bn)
         bonus = 1 + 0.1 * (bm * bn >= 128 * 256)
         split = split_for(tiles, k_tiles, num_sms)
         p = {"BM": bm, "BN": bn, "CONSUMERS": consumers, "STAGES": 5, "GROUP_M": 8, "SPLIT_K": split,
-             "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1}
+             "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1}
         score = tile_score(M, N, bm, bn, split, num_sms) * bonus
         offer(score, p)
         # Wave quantization: a split count that is not a power of two can fill the SMs that powers leave idle.
@@ -152,6 +176,19 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         if cluster_split > 1:
             cluster_score = tile_score(M, N, bm, bn, cluster_split, num_sms, reduction_cost=0.1) * bonus
             offer(cluster_score, dict(p, SPLIT_K=cluster_split, SPLIT_CLUSTER=1, PERSISTENT=0))
+        # ... and, past one wave of tiles, the cluster size that best fills whole waves where that beats
+        # the unsplit tile (513x2304x2048: 45 tiles of 128x256 fill 0.34 of a wave, 8-way clusters 0.91)
+        waves = [c for c in (2, 4, 8) if bm % c == 0 and k_tiles // c >= 2]
+        if waves:
+            best = max(waves, key=lambda c: tile_score(M, N, bm, bn, c, num_sms, reduction_cost=0.1))
+            unsplit = tile_score(M, N, bm, bn, 1, num_sms)
+            if best != cluster_split and tile_score(M, N, bm, bn, best, num_sms, reduction_cost=0.1) > unsplit:
+                offer(tile_score(M, N, bm, bn, best, num_sms, reduction_cost=0.1) * bonus,
+                      dict(p, SPLIT_K=best, SPLIT_CLUSTER=1, PERSISTENT=0))
+        parts = tail_parts(tiles, num_sms)
+        if split == 1 and tiles > num_sms and parts > 1:
+            # whole tiles for the full rounds, the last round's few tiles split over K to fill the GPU
+            offer(tail_score(M, N, bm, bn, parts, num_sms) * bonus, dict(p, TAIL_SPLIT=min(16, 1 << (parts - 1).bit_length())))
         if consumers == 1 and split == 1 and tiles > num_sms:
             # two CTAs per SM: one CTA's epilogue overlaps the other's loads and math
             offer(score * (0.98 if K <= 1024 else 0.9), dict(p, CTAS_PER_SM=2))
@@ -168,14 +205,16 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
 HOPPER = Family(
     name="hopper",
     description="TMA + mbarrier pipeline + wgmma, producer/consumer warpgroups, persistent, split-K (L2 atomics "
-                "or a cluster adding over DSMEM), one or two CTAs per SM, 2-CTA clusters multicasting B",
+                "or a cluster adding over DSMEM), the last round's tiles split over K, one or two CTAs per SM, "
+                "2-CTA clusters multicasting B",
     space={"BM": (64, 128, 256), "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
-           "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2)},
+           "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,
     default={"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": 1, "SPLIT_CLUSTER": 0,
-             "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1},
+             "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1},
     _suggest=_suggest,
+    later_genes={"TAIL_SPLIT": 1},
 )

@@ -121,7 +121,7 @@ hgemm(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__
         const int mi = i / (NT * 4), j = (i / 4) % NT, r = i % 4;
         return m0 + j * 8 + (lane % 4) * 2 < M && n0 + wn0 + mi * 16 + lane / 4 + (r / 2) * 8 < N;
     };
-    if (!splitk_reduce<ACC_PER_THREAD>(acc, tile, split, tid, THREADS, &splitk_flag, inside)) return;
+    if (!splitk_reduce<ACC_PER_THREAD>(acc, tile, SPLIT_K, tid, THREADS, &splitk_flag, inside)) return;
 #endif
     #pragma unroll
     for (int mi = 0; mi < MI; ++mi)

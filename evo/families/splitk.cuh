@@ -11,21 +11,21 @@ __device__ __forceinline__ void red_add_v2(float* addr, float a, float b) {  // 
 }
 
 // Every participating thread passes its COUNT accumulators; returns true in the CTA that arrives
-// last for `tile`, whose `acc` then holds the sum over all splits. SPLITK_SYNC() must be a barrier
+// last of the `parts` CTAs sharing workspace slot `slot`, whose `acc` then holds the sum over all parts. SPLITK_SYNC() must be a barrier
 // over exactly the `nthreads` participating threads.
 // Accumulators 2p and 2p+1 are neighbours in one row of C (both fragment layouts), so they travel as
 // one pair; `inside(i)` says whether accumulator i maps to an element of C (tiles overhanging M or N
 // skip the atomics for their padding).
 template <int COUNT, typename Inside>
-__device__ __forceinline__ bool splitk_reduce(float* acc, int tile, int split, int tid, int nthreads, int* flag,
+__device__ __forceinline__ bool splitk_reduce(float* acc, int slot, int parts, int tid, int nthreads, int* flag,
                                               Inside inside) {
-    float2* sum = reinterpret_cast<float2*>(evo_splitk_ws + (size_t)tile * COUNT * nthreads);
+    float2* sum = reinterpret_cast<float2*>(evo_splitk_ws + (size_t)slot * COUNT * nthreads);
     #pragma unroll
     for (int i = 0; i < COUNT; i += 2)
         if (inside(i)) red_add_v2(reinterpret_cast<float*>(sum + (size_t)(i / 2) * nthreads + tid), acc[i], acc[i + 1]);
     __threadfence();
     SPLITK_SYNC();
-    if (tid == 0) *flag = (atomicAdd(&evo_splitk_count[tile], 1u) == SPLIT_K - 1);
+    if (tid == 0) *flag = (atomicAdd(&evo_splitk_count[slot], 1u) == (unsigned)parts - 1);
     SPLITK_SYNC();
     const bool last = *flag != 0;
     if (!last) return false;
@@ -38,6 +38,6 @@ __device__ __forceinline__ bool splitk_reduce(float* acc, int tile, int split, i
         acc[i + 1] = v.y;
         __stcg(sum + (size_t)(i / 2) * nthreads + tid, make_float2(0.f, 0.f));
     }
-    if (tid == 0) evo_splitk_count[tile] = 0;
+    if (tid == 0) evo_splitk_count[slot] = 0;
     return true;
 }

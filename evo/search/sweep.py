@@ -32,15 +32,20 @@ SHORTLIST_SHARE = {"hopper": 3, "skinny": 2, "ampere": 1, "simt": 1}
 #: simt was never a shape's best in the H200 shortlist sweeps (238 shapes of grid125 and llm_layers;
 #: at most 0.35 of the best), so its slots go to the tensor-core families' next picks
 FALLBACK_ONLY = frozenset({"simt"})
+#: families a shortlist takes only on some shapes: the mma.sync ampere family won 6 of the 100 grid125
+#: shapes with M > 64, every one with K = 64, and lost every mid-M llm_layers shape to hopper by 2-20x
+#: (benchmarks/families/mid_m_analysis.md), so above M = 64 its slot goes to hopper's next pick unless K is short
+ONLY_WHERE = {"ampere": lambda shape: shape.M <= 64 or shape.K <= 128}
 
 
 def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: random.Random,
          num_sms: int) -> list[Candidate]:
     """The configurations to evaluate on one shape (only those whose declaration supports it)."""
     if sample == "shortlist":  # the families' picks, best-ranked first, taken in turn
-        picks = {f: FAMILIES[f].suggest(shape.M, shape.N, shape.K, num_sms, limit=2 * budget) for f in families}
+        taken = [f for f in families if ONLY_WHERE.get(f, lambda _: True)(shape)] or families
+        picks = {f: FAMILIES[f].suggest(shape.M, shape.N, shape.K, num_sms, limit=2 * budget) for f in taken}
         share = {f: SHORTLIST_SHARE.get(f, 1) for f in families}
-        pool = [(f, p) for rank in range(budget) for f in families
+        pool = [(f, p) for rank in range(budget) for f in taken
                 for p in picks[f][rank * share[f]:(rank + 1) * share[f]]]
     else:
         pool = [(f, p) for f in families for p in FAMILIES[f].all_valid]
