@@ -176,15 +176,6 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         if cluster_split > 1:
             cluster_score = tile_score(M, N, bm, bn, cluster_split, num_sms, reduction_cost=0.1) * bonus
             offer(cluster_score, dict(p, SPLIT_K=cluster_split, SPLIT_CLUSTER=1, PERSISTENT=0))
-        # ... and, past one wave of tiles, the cluster size that best fills whole waves where that beats
-        # the unsplit tile (513x2304x2048: 45 tiles of 128x256 fill 0.34 of a wave, 8-way clusters 0.91)
-        waves = [c for c in (2, 4, 8) if bm % c == 0 and k_tiles // c >= 2]
-        if waves:
-            best = max(waves, key=lambda c: tile_score(M, N, bm, bn, c, num_sms, reduction_cost=0.1))
-            unsplit = tile_score(M, N, bm, bn, 1, num_sms)
-            if best != cluster_split and tile_score(M, N, bm, bn, best, num_sms, reduction_cost=0.1) > unsplit:
-                offer(tile_score(M, N, bm, bn, best, num_sms, reduction_cost=0.1) * bonus,
-                      dict(p, SPLIT_K=best, SPLIT_CLUSTER=1, PERSISTENT=0))
         parts = tail_parts(tiles, num_sms)
         if split == 1 and tiles > num_sms and parts > 1:
             # whole tiles for the full rounds, the last round's few tiles split over K to fill the GPU
