@@ -415,3 +415,17 @@ def test_a_shortlist_takes_ampere_above_m_64_only_where_k_is_short():
     assert families(Shape(513, 2304, 2048)) == ["hopper"] * 12
     assert "ampere" in families(Shape(1024, 64, 64)) and "ampere" in families(Shape(16, 2816, 2048))
     assert families(Shape(5, 7, 13)) == ["simt"]  # unaligned: neither tensor-core family runs it
+
+
+def test_the_cost_model_and_the_test_double_see_a_tail_split_as_the_kernel_runs_it():
+    """512x10240 in 128x256 tiles is 160 tiles: two rounds on 132 SMs whole, 1 + 1/4 with the last
+    round's 28 tiles split 4 ways. The features and the modelled time follow the kernel's rounds."""
+    from evo.evaluation.simulated import model_time_ms
+    from evo.search.cost_model import features
+    fam, shape = FAMILIES["hopper"], Shape(512, 10240, 8192)
+    whole = fam.candidate(dict(fam.default, STAGES=4))
+    tail = fam.candidate(dict(fam.default, STAGES=4, TAIL_SPLIT=16))
+    assert features(whole, shape) != features(tail, shape)
+    assert model_time_ms(tail.source, shape) < 0.9 * model_time_ms(whole.source, shape)
+    small = Shape(4096, 8448, 4096)  # 8448 = 33 x 256: 264 tiles, two whole rounds: nothing to split
+    assert features(whole, small) == features(tail, small)

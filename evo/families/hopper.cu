@@ -21,7 +21,8 @@
 #define CONSUMERS ${CONSUMERS}
 #define GROUP_M ${GROUP_M}
 #define SPLIT_K ${SPLIT_K}
-#define TAIL_SPLIT ${TAIL_SPLIT}  // >1: the tiles left for the last, partial round split K to fill idle SMs
+// TAIL_SPLIT > 1: the tiles left for the last, partial round split K to fill idle SMs
+#define TAIL_SPLIT ${TAIL_SPLIT}
 #define SPLIT_CLUSTER ${SPLIT_CLUSTER}  // 1: the split-K CTAs of a tile form a cluster and add over DSMEM
 #define CTAS_PER_SM ${CTAS_PER_SM}
 #define CLUSTER_M ${CLUSTER_M}  // 2: CTA pairs on neighbouring M tiles; each loads half of B for both

@@ -134,6 +134,15 @@ def tail_parts(tiles: int, slots: int, cap: int = 16) -> int:
     return max(1, min(cap, slots // tail)) if tail else 1
 
 
+def tail_rounds(tiles: int, slots: int, cap: int) -> tuple[float, int]:
+    """(rounds of the busiest CTA, parts per last-round tile) of a schedule with a tail split capped at
+    `cap` (cap 1: whole rounds only), as hopper.cu runs it: what the cost model and the test double read."""
+    parts = tail_parts(tiles, slots, cap) if cap > 1 else 1
+    if parts == 1:
+        return float(-(-tiles // slots)), 1
+    return tiles // slots + 1 / parts, parts
+
+
 def tail_score(M: int, N: int, bm: int, bn: int, parts: int, num_sms: int, reduction_cost: float = 0.25) -> float:
     """`tile_score` for a tail split: full rounds of whole tiles, then a round of tiles in `parts`
     K slices, each slice paying the split-K reduction."""

@@ -28,6 +28,7 @@ from evo.core.compile_options import options_or_none
 from evo.core.kernel import Candidate
 from evo.core.records import Resources
 from evo.core.shapes import Shape
+from evo.families.hopper import tail_rounds
 
 DEFINES = ("BM", "BN", "BK", "WM", "WN", "STAGES", "SPLIT_K", "GROUP_M", "CONSUMERS", "CTAS_PER_SM",
            "SPLIT_CLUSTER", "CLUSTER_M", "PERSISTENT", "THREADS", "TM", "TN")
@@ -45,20 +46,32 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
     d = _genome(cand.source)
     bm, bn, split = d.get("BM", 64), d.get("BN", 64), max(1, d.get("SPLIT_K", 1))
     tm, tn = math.ceil(shape.M / bm), math.ceil(shape.N / bn)
+    # a tail split (hopper's TAIL_SPLIT) splits the last round's tiles: the rounds are what the kernel runs
+    waves, parts = tail_rounds(tm * tn * split, num_sms, _tail_cap(cand.source))
     work = tm * tn * split
-    waves = math.ceil(work / num_sms)
     padding = shape.M * shape.N / (tm * bm * tn * bn)
     quantization = work / (waves * num_sms)
+    reduces = split > 1 or parts > 1  # partial tiles added up in a workspace
     k_steps = shape.K / split / max(1, d.get("BK", 64))
     row = [math.log2(d[k] + 1) if k in d else 0.0 for k in DEFINES]
     row += [1.0 if cand.family == f else 0.0 for f in FAMILIES]
     row += [math.log(shape.M), math.log(shape.N), math.log(shape.K), math.log(padding), math.log(quantization),
-            math.log(waves), math.log(k_steps + 1), math.log(bm * bn / (bm + bn)), float(split > 1),
+            math.log(waves), math.log(k_steps + 1), math.log(bm * bn / (bm + bn)), float(reduces),
             math.log(padding) * math.log(shape.M), math.log(quantization) * math.log(shape.N)]
     r = resources
     row += [math.log2(r.registers + 1) if r else 0.0, math.log2(r.spill_stores + 1) if r else 0.0,
             1.0 if r else 0.0]
     return row + _option_features(_options(cand.source), d.get("STAGES", 0), k_steps)
+
+
+_TAIL = re.compile(r"^\s*#define\s+TAIL_SPLIT\s+(\d+)\b", re.M)
+
+
+@lru_cache(maxsize=1024)
+def _tail_cap(source: str) -> int:
+    """TAIL_SPLIT of a hopper source (1: none). Not one of DEFINES: the shipped prior has no column for it."""
+    found = _TAIL.search(source)
+    return int(found.group(1)) if found else 1
 
 
 @lru_cache(maxsize=1024)  # a child is ranked at several shapes and generations: read its source once
