@@ -9,15 +9,19 @@ from evo.evaluation.sealed import contiguous_runs, run_sealed
 
 
 class FakeOps:
-    """Queues 'GPU work' in a log; results are readable only after sync() (as on a real stream)."""
+    """Queues 'GPU work' in a log; results are readable only after sync() (as on a real stream).
+    Work runs in stream order, so a value copied to the host is the device value at the copy's place
+    in the log. With `rogue`, every timed chunk overwrites all verdicts still in device memory with
+    'pass' (an untrusted kernel writing out of bounds)."""
 
-    def __init__(self, n=4, ms=2.0, bad=None, full_bad=None):
-        self.n, self.ms = n, ms
+    def __init__(self, n=4, ms=2.0, bad=None, full_bad=None, graph=True, rogue=False):
+        self.n, self.ms, self.graph, self.rogue = n, ms, graph, rogue
         self.log: list[str] = []
         self.synced_upto = 0  # log entries the 'GPU' has finished
         self.bad = bad or {}  # chunk number (0-based, over the whole run) -> projection error
         self.full_bad = full_bad or {}  # replay number -> elementwise error
         self.chunk = self.replay = 0
+        self.device: dict[int, str | None] = {}  # verdicts in device memory, by check number
 
     def _ready(self, pos):
         assert pos < self.synced_upto, "a result was read before the GPU was waited for"
@@ -27,13 +31,22 @@ class FakeOps:
 
     def timed_chunk(self):
         self.log.append("timed")
+        if self.rogue:
+            for k in self.device:
+                self.device[k] = None
         pos = len(self.log) - 1
         return lambda: (self._ready(pos), self.ms)[1]
 
     def check(self):
         self.log.append("check")
-        pos, error = len(self.log) - 1, self.bad.get(self.chunk)
+        k = self.chunk
+        self.device[k] = self.bad.get(k)
         self.chunk += 1
+        return k
+
+    def to_host(self, k):
+        self.log.append("copy")
+        pos, error = len(self.log) - 1, self.device[k]  # the device value when the copy runs
         return lambda: (self._ready(pos), error)[1]
 
     def full_check(self):
@@ -56,7 +69,7 @@ def test_every_timed_chunk_is_refreshed_before_and_checked_after():
     samples, clocks, error = run_sealed(ops, chunks=3, replays=2, verify=True)
     assert error is None and len(samples) == 2 and len(clocks) == 2
     work = [e for e in ops.log if e != "sync"]
-    per_replay = ["refresh", "timed", "check"] * 3 + ["full"]
+    per_replay = ["refresh", "timed", "check", "copy"] * 3 + ["full"]
     assert work == per_replay * 2
     assert samples == [pytest.approx(3 * 2.0 / (3 * 4))] * 2  # mean ms per launch over the replay's chunks
 
@@ -88,11 +101,47 @@ def test_a_projection_failure_comes_before_the_elementwise_one():
     assert error == "elementwise" and len(samples) == 1
 
 
+def test_each_verdict_is_copied_to_the_host_before_the_next_chunk_launches():
+    """A check's verdict leaves device memory (copy queued right after the check, on the same stream)
+    before any later chunk's launches run, and is read from that host copy at the replay's end."""
+    ops = FakeOps()
+    run_sealed(ops, chunks=4, replays=2, verify=True)
+    checks = [i for i, e in enumerate(ops.log) if e == "check"]
+    assert len(checks) == 8 and ops.log.count("copy") == 8
+    for i in checks:
+        assert ops.log[i + 1] == "copy"  # nothing (no refresh, no launch) between a check and its copy
+    first_sync = ops.log.index("sync")
+    assert ops.log[:first_sync].count("copy") == 4  # still no wait per chunk
+
+
+def test_a_later_kernel_overwriting_device_verdicts_cannot_hide_a_failure():
+    """An untrusted kernel of a later chunk that overwrites every verdict left in device memory with
+    'pass' cannot hide an earlier chunk's failure: verdicts are read from their host copies."""
+    ops = FakeOps(bad={1: "set 2 wrong (chunk 1)"}, rogue=True)
+    samples, _, error = run_sealed(ops, chunks=3, replays=2, verify=True)
+    assert error == "set 2 wrong (chunk 1)" and samples == []
+
+
+def test_calls_without_graphs_wait_for_an_idle_gpu_before_each_refresh():
+    """Launches issued one by one by the host (libraries timed without graphs): each chunk starts
+    from an idle GPU, waited for before its refresh (so the host cannot queue the chunk's launches
+    while the refresh runs), never between the refresh and the launches."""
+    ops = FakeOps(graph=False)
+    run_sealed(ops, chunks=3, replays=2, verify=False)
+    refreshes = [i for i, e in enumerate(ops.log) if e == "refresh"]
+    assert len(refreshes) == 6
+    for i in refreshes:
+        assert ops.log[i - 1] == "sync" and ops.log[i + 1] == "timed"
+    ops = FakeOps(graph=True)  # a graph: no wait within the replay
+    run_sealed(ops, chunks=3, replays=2, verify=False)
+    assert ops.log.count("sync") == 2
+
+
 def test_without_verify_nothing_is_checked():
     ops = FakeOps(bad={0: "never looked at"})
     samples, _, error = run_sealed(ops, chunks=2, replays=2, verify=False)
     assert error is None and len(samples) == 2
-    assert "check" not in ops.log and "full" not in ops.log
+    assert "check" not in ops.log and "copy" not in ops.log and "full" not in ops.log
 
 
 @pytest.mark.parametrize("indices, most, runs", [

@@ -11,7 +11,7 @@ import math
 import os
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import torch
 
@@ -37,6 +37,14 @@ MAX_ROTATING_SETS = 8192
 TIMING_BYTES = 1 << 30  # timing buffers up to 1 GiB: more sets, fewer pauses between timed chunks
 PROJECTION_BYTES = 1 << 28  # fp32 working memory of one group of the projection check
 PROJECTION_SIGMAS = 6.0
+
+
+class Projection(NamedTuple):
+    """A queued projection check: per chosen set, its rows beyond the tolerance and whether any of
+    its outputs is NaN, in device memory until verdict_to_host copies them out."""
+    chosen: list[int]
+    rows: torch.Tensor  # int32, one per chosen set
+    nans: torch.Tensor  # bool, one per chosen set
 
 
 def fresh_generator() -> tuple[torch.Generator, int]:
@@ -139,8 +147,13 @@ class TimingSets:
 
     def check_outputs_later(self, indices: list[int] | None = None) -> Callable[[], str | None]:
         """The projection check of check_outputs, queued on the timing stream without waiting for
-        it: returns a function that gives its verdict (None or the reason), waiting if need be.
-        Sets are taken as contiguous slices of the batched buffers (no gathered copies)."""
+        it: returns a function that gives its verdict (None or the reason), waiting if need be."""
+        return self.verdict_to_host(self.queue_projection(indices))
+
+    def queue_projection(self, indices: list[int] | None = None) -> Projection:
+        """Queue the projection check on the timing stream; its per-set verdicts stay in device
+        memory (verdict_to_host copies them out). Sets are taken as contiguous slices of the batched
+        buffers (no gathered copies)."""
         chosen = list(range(self.n)) if indices is None else list(indices)
         per_set = 4 * (2 * self.M * self.N + self.M * self.K + self.K * self.N)
         group = max(1, PROJECTION_BYTES // per_set)
@@ -164,14 +177,31 @@ class TimingSets:
                 bad |= ~torch.isfinite(c).all(dim=2, keepdim=True)  # so does Inf, which would widen sigma
                 rows[pos:pos + hi - lo] = bad.flatten(1).sum(dim=1)
                 nans[pos:pos + hi - lo] = torch.isnan(C).flatten(1).any(dim=1)
+        return Projection(chosen, rows, nans)
 
-        def read() -> str | None:
-            with torch.cuda.stream(self.h.stream):  # read on the stream that wrote them
-                counts = rows.tolist()
-                k = next((i for i, r in enumerate(counts) if r), None)
-                if k is None:
-                    return None
-                nan = bool(nans[k])
+    def verdict_to_host(self, p: Projection) -> Callable[[], str | None]:
+        """Queue copies of a projection check's verdicts into pinned host memory, on the timing
+        stream right after the check, so that they are out of device memory before any launch queued
+        later runs (the kernels timed are untrusted: one writing out of bounds could otherwise
+        overwrite a verdict still waiting on the device). Returns a function that gives the verdict
+        (None or the reason) from the host copies, waiting for the copies if need be."""
+        s = self.h.stream
+        rows = torch.empty(p.rows.shape, dtype=p.rows.dtype, pin_memory=True)
+        nans = torch.empty(p.nans.shape, dtype=p.nans.dtype, pin_memory=True)
+        with torch.cuda.stream(s):
+            rows.copy_(p.rows, non_blocking=True)
+            nans.copy_(p.nans, non_blocking=True)
+            copied = torch.cuda.Event()
+            copied.record(s)
+        chosen = p.chosen
+
+        def read() -> str | None:  # holds the pinned copies until it is called; never reads the device
+            copied.synchronize()  # at once after the replay's wait
+            counts = rows.tolist()
+            k = next((i for i, r in enumerate(counts) if r), None)
+            if k is None:
+                return None
+            nan = bool(nans[k])
             return (f"a timed launch gave a wrong output (buffer set {chosen[k]}: {counts[k]} of {self.M} rows differ "
                     f"from the fp32 reference beyond the tolerance, checked by random projection"
                     f"{'; NaN outputs: elements left unwritten' if nan else ''})")

@@ -137,13 +137,15 @@ def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, re
 
     One chunk = one launch on each of the `sets.n` buffer sets, captured as one graph. Before every
     chunk, outside the timed region, every set gets fresh random inputs and a NaN-poisoned output;
-    after it, every set's output is verified (sets.check_outputs_later, and one set elementwise per
+    after it, every set's output is verified (sets.queue_projection, and one set elementwise per
     replay; libraries, whose result was checked before timing and which may write elsewhere, pass
     verify=False). So every timed launch sees inputs no launch has seen before and writes into a
     poisoned buffer, and every timed output is checked: output reuse, input-fingerprint caches and
     launch-count tricks can neither pass nor gain. A sample is the mean time per launch over `chunks`
-    chunks. The chunks of a replay are queued without waiting for the GPU (evo.evaluation.sealed):
-    their times and verdicts are read once, at the replay's end. Returns (timing, error or None)."""
+    chunks. The chunks of a replay are queued without waiting for the GPU (evo.evaluation.sealed;
+    calls without graphs wait for an idle GPU before each chunk's refresh): their times and verdicts
+    (each copied to host memory as soon as its check is queued) are read once, at the replay's end.
+    Returns (timing, error or None)."""
     n = sets.n
     graph = torch.cuda.CUDAGraph() if capturable else None
     with torch.cuda.stream(stream):
@@ -191,16 +193,17 @@ class _SealedOps:
 
     def timed_chunk(self) -> Callable[[], float]:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        if not self.graph:  # launches issued one by one from the host (a library timed without graphs):
-            self.stream.synchronize()  # start from an idle GPU, as before, so the host's issue rate is timed alike
-        _spin(self.stream)
+        _spin(self.stream)  # without a graph, run_sealed waited for an idle GPU before the refresh
         start.record(self.stream)
         self._chunk()
         end.record(self.stream)
         return lambda: start.elapsed_time(end)
 
-    def check(self) -> Callable[[], str | None]:
-        return self.sets.check_outputs_later()
+    def check(self):
+        return self.sets.queue_projection()
+
+    def to_host(self, verdict) -> Callable[[], str | None]:
+        return self.sets.verdict_to_host(verdict)
 
     def full_check(self) -> str | None:
         return self.sets.check_elementwise()

@@ -6,6 +6,11 @@ projection check of every set's output. Nothing in a replay waits for the GPU: t
 and the checks' verdicts stay on the GPU until the replay ends, where one synchronisation (the
 elementwise check of one set) collects them all. So the host queues the next chunk's refresh and
 check while the GPU runs the current one, instead of idling the GPU at every chunk's check.
+Each check's verdicts are copied to host memory right after it is queued (to_host), before any later
+chunk's launches run, and read from there: the kernels timed are untrusted, and one writing out of
+bounds could otherwise overwrite an earlier chunk's verdict while it waits in device memory.
+Calls timed without graphs (libraries, launched one by one by the host) start every chunk from an
+idle GPU: the host waits before the chunk's refresh, as sealed timing always did for them.
 Every chunk is still refreshed before and verified after its timed launches, and the first failing
 check (in chunk order; the elementwise check last) is the error reported, as before.
 Torch-free, so that the CPU tests drive it with fakes (`gpu_timing.time_sealed` gives the GPU calls).
@@ -22,12 +27,15 @@ class SealedOps(Protocol):
     """What the loop needs: each call queues work on the timing stream and returns at once, except
     full_check and sync."""
     n: int  # buffer sets: launches per chunk
+    graph: bool  # False: the chunk's launches are issued one by one by the host (no graph)
 
     def refresh(self) -> None: ...  # fresh random inputs and NaN outputs for every set
 
     def timed_chunk(self) -> Callable[[], float]: ...  # its milliseconds, readable after sync()
 
-    def check(self) -> Callable[[], str | None]: ...  # every set's projection verdict, readable after sync()
+    def check(self) -> object: ...  # every set's projection verdict, left in device memory
+
+    def to_host(self, verdict: object) -> Callable[[], str | None]: ...  # copy it to host memory; readable after sync()
 
     def full_check(self) -> str | None: ...  # one random set elementwise: waits for the GPU
 
@@ -46,12 +54,16 @@ def run_sealed(ops: SealedOps, *, chunks: int, replays: int,
         times, verdicts = [], []
         for _ in range(chunks):
             with steps.step("refresh"):
+                if not ops.graph:  # launches issued from the host: start from an idle GPU, waited for
+                    ops.sync()  # before the refresh, so the host's issue rate is timed as it always was
                 ops.refresh()
             with steps.step("timed chunk"):
                 times.append(ops.timed_chunk())
             if verify:
                 with steps.step("check (projection)"):
-                    verdicts.append(ops.check())
+                    # to host memory before the next chunk's launches run (stream order), so that no
+                    # later launch can overwrite the verdict; it is read from there after the wait
+                    verdicts.append(ops.to_host(ops.check()))
         with steps.step("check (elementwise) + wait"):
             full_error = ops.full_check() if verify else None
             ops.sync()
