@@ -11,6 +11,7 @@ from collections.abc import Callable
 import torch
 
 from evo.core.records import LibraryResult, Peaks
+from evo.evaluation import steps
 from evo.evaluation.gpu_buffers import TimingSets, reference
 from evo.evaluation.gpu_timing import time_events, time_graph
 from evo.evaluation.tolerance import error_stats, verdict
@@ -39,35 +40,41 @@ def _nvmath_call(sets, autotune: bool, stream) -> tuple[Callable[[int], None], s
 
 def measure(harness, M: int, N: int, K: int, libraries: list[str], modes: list[str], req: dict,
             progress: Callable[[str], None]) -> list[LibraryResult]:
-    results = []
-    sets = TimingSets(harness, M, N, K, modes)
+    results: list[LibraryResult] = []
+    with steps.step("library timing sets (allocate, fill)"):
+        sets = TimingSets(harness, M, N, K, modes)
     for lib in libraries:
         progress(f"baseline {lib}")
-        detail = ""
-        try:
-            if lib == "torch":
-                call = _torch_call(sets)
-            else:
-                call, detail = _nvmath_call(sets, lib == "cublaslt_autotuned", harness.stream)
-            # check the library's own result once (a broken baseline would flatter every kernel)
-            with torch.cuda.stream(harness.stream):
-                sets.C[0].fill_(float("nan"))
-                call(0)
-                out = sets.C[0] if lib == "torch" else call.matmul.execute(stream=harness.stream)  # type: ignore[attr-defined]
-                reason = verdict(error_stats(out.float(), reference(sets.A[0], sets.B[0])))
-            if reason:
-                results += [LibraryResult(lib, m, "error", error=f"library result rejected: {reason}") for m in modes]
-                continue
-            try:
-                timings, _ = sets.time_all(call, req, verify=False)
-            except Exception as e:  # not capturable into a graph: time a loop with events instead
-                torch.cuda.synchronize()
-                timings, _ = sets.time_all(call, req, capturable=False, verify=False)
-                detail += f"; timed without graphs ({type(e).__name__})"
-            results += [LibraryResult(lib, t.mode, "ok", timing=t, detail=detail) for t in timings]
-        except Exception as e:
-            results += [LibraryResult(lib, m, "error", error=f"{type(e).__name__}: {e}"[:500]) for m in modes]
+        with steps.step(f"library {lib}"):
+            results += _measure_one(harness, sets, lib, modes, req)
     return results
+
+
+def _measure_one(harness, sets, lib: str, modes: list[str], req: dict) -> list[LibraryResult]:
+    """One library: its own result checked once, then timed like a kernel on the same sets."""
+    detail = ""
+    try:
+        if lib == "torch":
+            call = _torch_call(sets)
+        else:
+            call, detail = _nvmath_call(sets, lib == "cublaslt_autotuned", harness.stream)
+        # check the library's own result once (a broken baseline would flatter every kernel)
+        with torch.cuda.stream(harness.stream):
+            sets.C[0].fill_(float("nan"))
+            call(0)
+            out = sets.C[0] if lib == "torch" else call.matmul.execute(stream=harness.stream)  # type: ignore[attr-defined]
+            reason = verdict(error_stats(out.float(), reference(sets.A[0], sets.B[0])))
+        if reason:
+            return [LibraryResult(lib, m, "error", error=f"library result rejected: {reason}") for m in modes]
+        try:
+            timings, _ = sets.time_all(call, req, verify=False)
+        except Exception as e:  # not capturable into a graph: time a loop with events instead
+            torch.cuda.synchronize()
+            timings, _ = sets.time_all(call, req, capturable=False, verify=False)
+            detail += f"; timed without graphs ({type(e).__name__})"
+        return [LibraryResult(lib, t.mode, "ok", timing=t, detail=detail) for t in timings]
+    except Exception as e:
+        return [LibraryResult(lib, m, "error", error=f"{type(e).__name__}: {e}"[:500]) for m in modes]
 
 
 def _tensor_tflops(harness, n: int) -> float:

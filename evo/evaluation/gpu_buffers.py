@@ -11,12 +11,14 @@ import math
 import os
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import torch
 
 from evo.core.records import DeviceInfo
+from evo.evaluation import steps
 from evo.evaluation.gpu_timing import launches_for, time_hot, time_sealed, time_server
+from evo.evaluation.sealed import contiguous_runs
 from evo.evaluation.tolerance import ELEM_ATOL_RMS, ELEM_RTOL, error_stats, verdict
 
 if TYPE_CHECKING:
@@ -35,6 +37,14 @@ MAX_ROTATING_SETS = 8192
 TIMING_BYTES = 1 << 30  # timing buffers up to 1 GiB: more sets, fewer pauses between timed chunks
 PROJECTION_BYTES = 1 << 28  # fp32 working memory of one group of the projection check
 PROJECTION_SIGMAS = 6.0
+
+
+class Projection(NamedTuple):
+    """A queued projection check: per chosen set, its rows beyond the tolerance and whether any of
+    its outputs is NaN, in device memory until verdict_to_host copies them out."""
+    chosen: list[int]
+    rows: torch.Tensor  # int32, one per chosen set
+    nans: torch.Tensor  # bool, one per chosen set
 
 
 def fresh_generator() -> tuple[torch.Generator, int]:
@@ -130,43 +140,87 @@ class TimingSets:
         """Every set's output against its inputs by a random projection (Freivalds: C x against
         A (B x) in fp32, per row within 6 sigma of fp16 output rounding), and with `full` one random
         set element by element against the fp32 reference. None when all hold, else the reason."""
-        chosen = list(range(self.n)) if indices is None else indices
+        error = self.check_outputs_later(indices)()
+        if error is None and full:
+            error = self.check_elementwise(indices)
+        return error
+
+    def check_outputs_later(self, indices: list[int] | None = None) -> Callable[[], str | None]:
+        """The projection check of check_outputs, queued on the timing stream without waiting for
+        it: returns a function that gives its verdict (None or the reason), waiting if need be."""
+        return self.verdict_to_host(self.queue_projection(indices))
+
+    def queue_projection(self, indices: list[int] | None = None) -> Projection:
+        """Queue the projection check on the timing stream; its per-set verdicts stay in device
+        memory (verdict_to_host copies them out). Sets are taken as contiguous slices of the batched
+        buffers (no gathered copies)."""
+        chosen = list(range(self.n)) if indices is None else list(indices)
         per_set = 4 * (2 * self.M * self.N + self.M * self.K + self.K * self.N)
         group = max(1, PROJECTION_BYTES // per_set)
         with torch.cuda.stream(self.h.stream):
             x = torch.randn(self.N, 1, device="cuda", generator=self.gen)
-            for g in range(0, len(chosen), group):
-                idx = torch.tensor(chosen[g:g + group], device="cuda")
-                c = self.C[idx].float()
+            xx = x * x
+            rows = torch.empty(len(chosen), dtype=torch.int32, device="cuda")  # rows beyond the tolerance, per set
+            nans = torch.empty(len(chosen), dtype=torch.bool, device="cuda")  # any NaN output, per set
+            for pos, lo, hi in contiguous_runs(chosen, group):
+                C = self.C[lo:hi]
+                c = C.float()
                 got = c @ x
-                want = self.A[idx].float() @ (self.B[idx].float() @ x)
+                want = self.A[lo:hi].float() @ (self.B[lo:hi].float() @ x)
                 # each element may be off by the correctness contract's elementwise bound (tolerance.py);
                 # with those errors of random sign, the projection's error is within a few sigma of this
                 rms = (c * c).mean(dim=(1, 2), keepdim=True).sqrt()
-                allowed = ELEM_RTOL * c.abs() + ELEM_ATOL_RMS * rms
-                sigma = ((allowed * allowed) @ (x * x)).sqrt()
+                allowed = c.abs().mul_(ELEM_RTOL).add_(ELEM_ATOL_RMS * rms)  # ELEM_RTOL |c| + ELEM_ATOL_RMS rms
+                sigma = (allowed.mul_(allowed) @ xx).sqrt()
+                del allowed
                 bad = ~((got - want).abs() <= PROJECTION_SIGMAS * sigma)  # NaN counts as bad
                 bad |= ~torch.isfinite(c).all(dim=2, keepdim=True)  # so does Inf, which would widen sigma
-                per_set = bad.flatten(1).any(dim=1)
-                if bool(per_set.any()):
-                    k = int(per_set.nonzero()[0, 0])
-                    first, rows = chosen[g + k], int(bad[k].sum())
-                    nan = bool(torch.isnan(self.C[first]).any())
-                    return (f"a timed launch gave a wrong output (buffer set {first}: {rows} of {self.M} rows differ from "
-                            f"the fp32 reference beyond the tolerance, checked by random projection"
-                            f"{'; NaN outputs: elements left unwritten' if nan else ''})")
-            if full:
-                i = self._pick.choice(chosen)
-                reason = verdict(error_stats(self.C[i].float(), reference(self.A[i], self.B[i])))
-                if reason:
-                    return f"a timed launch (buffer set {i}) gave a wrong output: {reason}"
-        return None
+                rows[pos:pos + hi - lo] = bad.flatten(1).sum(dim=1)
+                nans[pos:pos + hi - lo] = torch.isnan(C).flatten(1).any(dim=1)
+        return Projection(chosen, rows, nans)
+
+    def verdict_to_host(self, p: Projection) -> Callable[[], str | None]:
+        """Queue copies of a projection check's verdicts into pinned host memory, on the timing
+        stream right after the check, so that they are out of device memory before any launch queued
+        later runs (the kernels timed are untrusted: one writing out of bounds could otherwise
+        overwrite a verdict still waiting on the device). Returns a function that gives the verdict
+        (None or the reason) from the host copies, waiting for the copies if need be."""
+        s = self.h.stream
+        rows = torch.empty(p.rows.shape, dtype=p.rows.dtype, pin_memory=True)
+        nans = torch.empty(p.nans.shape, dtype=p.nans.dtype, pin_memory=True)
+        with torch.cuda.stream(s):
+            rows.copy_(p.rows, non_blocking=True)
+            nans.copy_(p.nans, non_blocking=True)
+            copied = torch.cuda.Event()
+            copied.record(s)
+        chosen = p.chosen
+
+        def read() -> str | None:  # holds the pinned copies until it is called; never reads the device
+            copied.synchronize()  # at once after the replay's wait
+            counts = rows.tolist()
+            k = next((i for i, r in enumerate(counts) if r), None)
+            if k is None:
+                return None
+            nan = bool(nans[k])
+            return (f"a timed launch gave a wrong output (buffer set {chosen[k]}: {counts[k]} of {self.M} rows differ "
+                    f"from the fp32 reference beyond the tolerance, checked by random projection"
+                    f"{'; NaN outputs: elements left unwritten' if nan else ''})")
+        return read
+
+    def check_elementwise(self, indices: list[int] | None = None) -> str | None:
+        """One random set (of `indices`, default all) element by element against the fp32 reference."""
+        chosen = list(range(self.n)) if indices is None else indices
+        with torch.cuda.stream(self.h.stream):
+            i = self._pick.choice(chosen)
+            reason = verdict(error_stats(self.C[i].float(), reference(self.A[i], self.B[i])))
+        return f"a timed launch (buffer set {i}) gave a wrong output: {reason}" if reason else None
 
     def time_all(self, call: Callable[[int], None], req: dict, *, verify: bool = True, capturable: bool = True):
         """Time `call` in every requested mode; returns (timings, error or None). With `verify`, the
         outputs of timed launches are checked and the first failure ends the timing."""
         h, timings = self.h, []
-        est = self.estimate_ms(call)
+        with steps.step("estimate"):
+            est = self.estimate_ms(call)
         target = req.get("target_replay_ms", 20.0)
         for mode in req["modes"]:
             if mode == "server":
@@ -180,6 +234,8 @@ class TimingSets:
                                     stream=h.stream, clock=h.clock, verify=verify)
             else:
                 chunks = max(1, math.ceil(target / max(est * self.n, 1e-3)))
+                steps.current.note(sets=self.n, set_bytes=2 * (self.M * self.K + self.K * self.N + self.M * self.N),
+                                   chunks=chunks, estimate_ms=est)
                 t, error = time_sealed(call, self, mode=mode, chunks=chunks, replays=req["replays"], stream=h.stream,
                                        clock=h.clock, capturable=capturable, verify=verify)
             timings.append(t)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 
 from evo.core.records import DeviceInfo, KernelResult, Status
-from evo.evaluation import gpu_baselines
+from evo.evaluation import gpu_baselines, steps
 from evo.evaluation.faults import ContextLost, is_cuda_error
 from evo.evaluation.gpu_buffers import Guarded, TimingSets, fresh_generator, reference
 from evo.evaluation.gpu_launch import CudaError, LoadedKernel, synchronize
@@ -72,7 +72,8 @@ class GpuHarness:
         try:
             if req.get("cubin") is not None:
                 try:
-                    kernel = LoadedKernel(req["cubin"], req["launch"])
+                    with steps.step("load module"):
+                        kernel = LoadedKernel(req["cubin"], req["launch"])
                 except CudaError as e:
                     if e.sticky:
                         raise
@@ -106,10 +107,11 @@ class GpuHarness:
     def _clean_up(self, kernel: LoadedKernel | None, req: dict) -> None:
         """Unload the module and release memory; an error here (a late fault) is the kernel's."""
         try:
-            if kernel is not None:
-                kernel.unload()
-            torch.cuda.empty_cache()
-            torch.cuda.synchronize()
+            with steps.step("clean up"):
+                if kernel is not None:
+                    kernel.unload()
+                torch.cuda.empty_cache()
+                torch.cuda.synchronize()
         except Exception as e:
             raise ContextLost(KernelResult(Status.FAULT, f"the kernel faulted (noticed while cleaning up): "
                                            f"{_first_line(e)}", backend="gpu", gpu=self.info.key,
@@ -122,6 +124,10 @@ class GpuHarness:
             return float(torch.ones(1, device="cuda").add_(1).item()) == 2.0
         except Exception:
             return False
+
+    def sync(self) -> None:
+        """Wait for the timing stream (the step profiler's EVO_PROFILE_SYNC)."""
+        self.stream.synchronize()
 
     def _launch_checked(self, kernel: LoadedKernel, args) -> None:
         kernel.launch(args, self.stream.cuda_stream)
@@ -156,18 +162,21 @@ class GpuHarness:
     def _time_kernel(self, kernel: LoadedKernel, M: int, N: int, K: int, req: dict):
         """Timings in every requested mode, and the verdict of the rotating sets' check (the timing
         buffers are freed on return, before the last correctness draw)."""
-        sets = TimingSets(self, M, N, K, req["modes"])
+        with steps.step("timing sets (allocate, fill)"):
+            sets = TimingSets(self, M, N, K, req["modes"])
         call = lambda i: kernel.launch(sets.args(kernel, i), self.stream.cuda_stream)
         return sets.time_all(call, req, verify=True)
 
     def _evaluate_kernel(self, kernel: LoadedKernel, M: int, N: int, K: int, req: dict,
                          progress: Callable[[str], None]) -> KernelResult:
         gpu, launch = self.info.key, req["launch"]
-        bufs = (Guarded(M, K), Guarded(K, N), Guarded(M, N))
+        with steps.step("correctness buffers"):
+            bufs = (Guarded(M, K), Guarded(K, N), Guarded(M, N))
         worst, checks = 0.0, 0
         for d in range(req["draws"]):
             progress(f"correctness draw {d + 1}/{req['draws']}")
-            status, error, err = self.check_once(kernel, M, N, K, bufs)
+            with steps.step("correctness draw"):
+                status, error, err = self.check_once(kernel, M, N, K, bufs)
             if status:
                 return KernelResult(status, error, max_rel_err=err, checks=checks, launch=launch, gpu=gpu)
             worst, checks = max(worst, err), checks + 1
@@ -181,7 +190,8 @@ class GpuHarness:
                                 launch=launch, gpu=gpu, timings=tuple(timings))
 
         progress("correctness after timing")
-        status, error, err = self.check_once(kernel, M, N, K, bufs)
+        with steps.step("correctness draw"):
+            status, error, err = self.check_once(kernel, M, N, K, bufs)
         if status:
             return KernelResult(Status.INCORRECT_AFTER_TIMING, f"after repeated launches: {error}", max_rel_err=err,
                                 checks=checks, launch=launch, gpu=gpu, timings=tuple(timings))

@@ -14,6 +14,8 @@ from collections.abc import Callable
 import torch
 
 from evo.core.records import Timing
+from evo.evaluation import steps
+from evo.evaluation.sealed import run_sealed
 
 
 class ClockReader:
@@ -135,20 +137,26 @@ def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, re
 
     One chunk = one launch on each of the `sets.n` buffer sets, captured as one graph. Before every
     chunk, outside the timed region, every set gets fresh random inputs and a NaN-poisoned output;
-    after it, every set's output is verified (sets.check_outputs; libraries, whose result was checked
-    before timing and which may write elsewhere, pass verify=False). So every timed launch sees inputs
-    no launch has seen before and writes into a poisoned buffer, and every timed output is checked:
-    output reuse, input-fingerprint caches and launch-count tricks can neither pass nor gain.
-    A sample is the mean time per launch over `chunks` chunks. Returns (timing, error or None)."""
+    after it, every set's output is verified (sets.queue_projection, and one set elementwise per
+    replay; libraries, whose result was checked before timing and which may write elsewhere, pass
+    verify=False). So every timed launch sees inputs no launch has seen before and writes into a
+    poisoned buffer, and every timed output is checked: output reuse, input-fingerprint caches and
+    launch-count tricks can neither pass nor gain. A sample is the mean time per launch over `chunks`
+    chunks. The chunks of a replay are queued without waiting for the GPU (evo.evaluation.sealed;
+    calls without graphs wait for an idle GPU before each chunk's refresh): their times and verdicts
+    (each copied to host memory as soon as its check is queued) are read once, at the replay's end.
+    Returns (timing, error or None)."""
     n = sets.n
     graph = torch.cuda.CUDAGraph() if capturable else None
     with torch.cuda.stream(stream):
-        call(0)  # outside the capture: library handles, workspaces and lazy module loading happen here
-        stream.synchronize()
+        with steps.step("first launch"):
+            call(0)  # outside the capture: library handles, workspaces and lazy module loading happen here
+            stream.synchronize()
         if graph is not None:
-            with torch.cuda.graph(graph, stream=stream):
-                for i in range(n):
-                    call(i)
+            with steps.step("capture + instantiate"):
+                with torch.cuda.graph(graph, stream=stream):
+                    for i in range(n):
+                        call(i)
 
         def chunk() -> None:
             if graph is not None:
@@ -157,27 +165,54 @@ def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, re
                 for i in range(n):
                     call(i)
 
-        sets.refresh()
-        chunk()  # warm-up, verified like the rest
-        stream.synchronize()
-        error = sets.check_outputs(full=True) if verify else None
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        samples, clocks = [], []
-        for _ in range(replays if error is None else 0):
-            total = 0.0
-            for c in range(chunks):
-                sets.refresh()
-                total += _timed_ms(chunk, stream, start, end)
-                error = sets.check_outputs(full=c == chunks - 1) if verify else None
-                if error:
-                    break
-            if error:
-                break
-            samples.append(total / (chunks * n))
-            clocks.append(clock.read())
+        with steps.step("warm-up chunk (refresh, chunk, checks)"):
+            sets.refresh()
+            chunk()  # warm-up, verified like the rest
+            stream.synchronize()
+            error = sets.check_outputs(full=True) if verify else None
+        samples: list[float] = []
+        clocks: list[tuple[float, bool]] = []
+        if error is None:
+            samples, clocks, error = run_sealed(_SealedOps(sets, chunk, stream, clock, graph is not None),
+                                                chunks=chunks, replays=replays, verify=verify)
     if not samples:
         samples = [float("nan")]
     return _summarise(mode, samples, chunks * n, n, clocks, "graph" if capturable else "events"), error
+
+
+class _SealedOps:
+    """The GPU calls of a sealed replay (see evo.evaluation.sealed.run_sealed for their order)."""
+
+    def __init__(self, sets, chunk: Callable[[], None], stream: torch.cuda.Stream, clock: ClockReader,
+                 graph: bool):
+        self.sets, self.n, self._chunk, self.stream, self._clock = sets, sets.n, chunk, stream, clock
+        self.graph = graph
+
+    def refresh(self) -> None:
+        self.sets.refresh()
+
+    def timed_chunk(self) -> Callable[[], float]:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        _spin(self.stream)  # without a graph, run_sealed waited for an idle GPU before the refresh
+        start.record(self.stream)
+        self._chunk()
+        end.record(self.stream)
+        return lambda: start.elapsed_time(end)
+
+    def check(self):
+        return self.sets.queue_projection()
+
+    def to_host(self, verdict) -> Callable[[], str | None]:
+        return self.sets.verdict_to_host(verdict)
+
+    def full_check(self) -> str | None:
+        return self.sets.check_elementwise()
+
+    def sync(self) -> None:
+        self.stream.synchronize()
+
+    def clock(self) -> tuple[float, bool]:
+        return self._clock.read()
 
 
 def time_hot(call: Callable[[int], None], sets, *, launches: int, replays: int, stream: torch.cuda.Stream,

@@ -21,6 +21,7 @@ from dataclasses import asdict
 from typing import Any
 
 from evo.core.records import KernelResult, Status
+from evo.evaluation import steps
 from evo.evaluation.faults import ContextLost, is_cuda_error
 
 
@@ -113,7 +114,12 @@ def worker_main(conn, device: str, backend: str = "gpu") -> None:
                            "innocent": True, "harness_error": "the GPU context was already broken"})
                 os._exit(3)
             if op == "evaluate":
+                profile = steps.begin(getattr(harness, "sync", None))  # EVO_PROFILE: where its time goes
                 payload = harness.evaluate(msg, progress)
+                profile.note(shape=msg.get("shape"), kernel=msg.get("cubin") is not None,
+                             libraries=list(msg.get("libraries") or []),
+                             status=(payload.get("kernel") or {}).get("status"))
+                profile.write()
                 if msg.get("peaks"):  # a GPU new to the driver (it joined a cluster): its peaks, after the job
                     payload.update(_peaks_beside(harness, progress))
             elif op == "peaks":
