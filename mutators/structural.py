@@ -138,7 +138,8 @@ def _next_pick(parent: Candidate, shape, tried=None, num_sms: int = 132, predict
     if shape is None:
         return None
     picks = family.suggest(shape.M, shape.N, shape.K, num_sms=num_sms, limit=64)
-    rank = picks.index(parent.params) + 1 if parent.params in picks else 0
+    params = genes_of(parent)
+    rank = picks.index(params) + 1 if params in picks else 0
     pick = (_first_open(family, picks, shape, tried, num_sms, predict) if tried is not None else
             picks[rank] if rank < len(picks) else None)
     if pick is None:
@@ -192,9 +193,20 @@ def _other_family(current: str, shape, tried, rng: random.Random, num_sms: int =
     return family, family.random(rng)
 
 
+def genes_of(cand: Candidate) -> dict:
+    """A candidate's parameters with every gene its family gained since it was archived, at the
+    value that renders it (Family.complete): an old kernel compares equal to its new rendering."""
+    family = FAMILIES.get(cand.family or "")
+    return family.complete(cand.params) if family else cand.params
+
+
 def config_key(family: str | None, params: dict | None) -> tuple:
-    """A configuration's identity whatever its compile options: (family, sorted parameters)."""
-    return (family, tuple(sorted((params or {}).items())))
+    """A configuration's identity whatever its compile options: (family, sorted parameters, with
+    genes added later at their old value)."""
+    params = params or {}
+    if family in FAMILIES:
+        params = FAMILIES[family].complete(params)
+    return (family, tuple(sorted(params.items())))
 
 
 def _levers(source: str) -> list[str]:
@@ -233,7 +245,8 @@ def _differences(failed: Candidate, parent: Candidate) -> list[str]:
     family = FAMILIES.get(failed.family or "")
     if family is None or failed.family != parent.family or not family.valid(parent.params):
         return []
-    out = [k for k in family.space if failed.params.get(k) != parent.params.get(k)]
+    failed_genes, parent_genes = genes_of(failed), genes_of(parent)
+    out = [k for k in family.space if failed_genes.get(k) != parent_genes.get(k)]
     if options_or_none(failed.source) != options_or_none(parent.source):
         out.append("options")
     return out
@@ -243,10 +256,11 @@ def _revert_gene(failed: Candidate, parent: Candidate, rng: random.Random) -> Ca
     """The failed child with one differing gene reverted to its parent's value (repaired to validity)."""
     family = FAMILIES[failed.family or ""]
     gene = rng.choice(_differences(failed, parent))
-    params = failed.params if family.valid(failed.params) else dict(parent.params)
+    failed_genes, parent_genes = genes_of(failed), genes_of(parent)
+    params = failed_genes if family.valid(failed_genes) else dict(parent_genes)
     options_from = parent if gene == "options" else failed
     if gene != "options":
-        params = family.repair(dict(params, **{gene: parent.params[gene]}), rng)
+        params = family.repair(dict(params, **{gene: parent_genes[gene]}), rng)
     made = family.candidate(params, operator="revert_gene", parents=(failed.id, parent.id))
     return carry_options(options_from, made)
 

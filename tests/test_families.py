@@ -1,3 +1,4 @@
+import os
 import random
 
 import pytest
@@ -213,10 +214,11 @@ SCHEDULE_CHECK = r"""
 %(defines)s
 %(schedule)s
 // Every (tile, k-step) is computed by exactly one item; every reduction slot gathers exactly `parts`
-// items, all of one tile; a tail split's slots stay below the number of CTAs (the workspace's size).
+// items, all of one tile; a tail split's slots stay below the number of CTAs (the workspace's size)
+// and its last round has at most one item per CTA.
 int check(int M, int N, int K, int slots) {
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
-    const int tiles = tiles_m * tiles_n, items = count_items(tiles, slots);
+    const int tiles = tiles_m * tiles_n, items = count_items(tiles, slots, k_tiles);
     const int slot_limit = TAIL_SPLIT > 1 ? slots : tiles;
     std::vector<int> seen(tiles * k_tiles, 0), slot_tile(slot_limit, -1), slot_items(slot_limit, 0);
     std::vector<int> slot_parts(slot_limit, 0);
@@ -231,6 +233,7 @@ int check(int M, int N, int K, int slots) {
         slot_tile[w.slot] = tile; slot_parts[w.slot] = w.parts; slot_items[w.slot] += 1;
     }
     for (int v : seen) if (v != 1) return 4;
+    if (TAIL_SPLIT > 1 && items - tiles / slots * slots > slots) return 6;  // the last round fits the CTAs
     for (int s = 0; s < slot_limit; ++s)
         if (slot_tile[s] >= 0 && slot_items[s] != slot_parts[s]) return 5;
     return 0;
@@ -256,6 +259,8 @@ def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
     import shutil
     import subprocess
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc) and not shutil.which("nvcc"):
+        pytest.skip("needs nvcc (CUDA 13) to compile the schedule for the host")
     fam = FAMILIES["hopper"]
     source = fam.render(dict(fam.default, STAGES=2, **change))
     defines = "\n".join(re.findall(r"^#define (?:BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT) .*$", source, re.M))
@@ -291,3 +296,12 @@ def test_shortlists_split_the_last_round_where_it_leaves_most_sms_idle():
     assert launch.grid == (132, 1, 1)
     assert all(p["TAIL_SPLIT"] == 1 for p in FAMILIES["hopper"].suggest(1024, 8448, 4096)
                if (p["BM"], p["BN"]) == (128, 256))  # 264 tiles of 128x256: two whole rounds
+
+
+def test_shortlists_split_no_tail_into_parts_of_fewer_than_four_k_steps():
+    """512x10240 has 160 tiles of 128x256 (a 28-tile last round), but with K = 64 there is one k-step:
+    a split would only add a reduction. The kernel itself never makes more parts than k-steps."""
+    assert all(p["TAIL_SPLIT"] == 1 for p in FAMILIES["hopper"].suggest(512, 10240, 64, limit=64))
+    assert any(p["TAIL_SPLIT"] > 1 for p in FAMILIES["hopper"].suggest(512, 10240, 8192, limit=64))
+    from evo.families.hopper import tail_parts
+    assert tail_parts(160, 132, 16, k_tiles=1) == 1 and tail_parts(160, 132, 16, k_tiles=2) == 2

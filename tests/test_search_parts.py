@@ -9,6 +9,7 @@ import pytest
 from evo.archive import Archive
 from evo.cli.hydra_app import compose
 from evo.core.compile_options import OptionError, nvcc_flags, options_of, with_options
+from evo.core.kernel import Candidate
 from evo.core.shapes import Shape
 from evo.families import FAMILIES
 from evo.islands import Individual, Island
@@ -429,3 +430,17 @@ def test_the_cost_model_and_the_test_double_see_a_tail_split_as_the_kernel_runs_
     assert model_time_ms(tail.source, shape) < 0.9 * model_time_ms(whole.source, shape)
     small = Shape(4096, 8448, 4096)  # 8448 = 33 x 256: 264 tiles, two whole rounds: nothing to split
     assert features(whole, small) == features(tail, small)
+
+
+def test_kernels_archived_before_a_gene_existed_are_the_same_configuration_to_the_operators():
+    """An archived hopper kernel has no TAIL_SPLIT: it is the TAIL_SPLIT=1 configuration when the
+    search marks configurations tried and when revert_gene compares a failed child with it."""
+    from evo.mutators.structural import _differences, config_key
+    fam = FAMILIES["hopper"]
+    old = {k: v for k, v in fam.default.items() if k != "TAIL_SPLIT"}
+    parent = Candidate.make(fam.render(old), family="hopper", params=old)  # as an archive holds it
+    assert config_key("hopper", old) == config_key("hopper", fam.default)
+    child = fam.candidate(dict(fam.default, STAGES=2))
+    assert _differences(child, parent) == ["STAGES"]
+    for seed in range(20):  # revert_gene reverts STAGES and never asks the old parent for TAIL_SPLIT
+        assert OPERATORS["revert_gene"].apply([child, parent], random.Random(seed)).params["STAGES"] == fam.default["STAGES"]

@@ -25,7 +25,7 @@ from evo.core.records import (
 )
 from evo.core.shapes import Shape
 from evo.evaluation.faults import ContextLost
-from evo.families.hopper import tail_rounds
+from evo.families.hopper import rounds
 
 PEAKS = Peaks(tflops=790.0, bandwidth_gbs=4300.0, backend="simulated")
 LIBRARY_EFFICIENCY = {"<1 GFLOP": 0.13, "1-10 GFLOP": 0.59, "10-100 GFLOP": 0.74, "0.1-1 TFLOP": 0.82,
@@ -61,8 +61,7 @@ def model_time_ms(source: str, shape: Shape, num_sms: int = 132) -> float:
     bm, bn, split = d.get("BM", 64), d.get("BN", 64), d.get("SPLIT_K", 1)
     tm, tn = math.ceil(shape.M / bm), math.ceil(shape.N / bn)
     work = tm * tn * split
-    waves, parts = tail_rounds(work, num_sms, d.get("TAIL_SPLIT", 1))  # a tail split shortens the last round
-    quantization = work / (waves * num_sms)
+    waves, quantization, parts = rounds(work, d.get("CTAS_PER_SM", 1), d.get("TAIL_SPLIT", 1), shape.K, num_sms)
     reduces = split > 1 or parts > 1  # ... and pays a split-K reduction
     padding = (shape.M * shape.N) / (tm * bm * tn * bn)
     stages = min(1.0, 0.3 + 0.1 * d.get("STAGES", 2))  # deeper pipelines help up to 7 stages

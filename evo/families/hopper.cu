@@ -186,16 +186,17 @@ struct Work { int m0, n0, kt_begin, kt_end, slot, parts; };
 
 #if TAIL_SPLIT > 1
 // Every full round of `slots` CTAs takes whole tiles; the tiles left over for the last round would
-// leave SMs idle, so each is split over K into as many parts (up to TAIL_SPLIT) as fill that round.
-__device__ __forceinline__ int tail_parts(int tail, int slots) {
-    return tail > 0 ? max(1, min(TAIL_SPLIT, slots / tail)) : 1;
+// leave SMs idle, so each is split over K into as many parts (up to TAIL_SPLIT, at most one k-step
+// each) as fill that round.
+__device__ __forceinline__ int tail_parts(int tail, int slots, int k_tiles) {
+    return tail > 0 ? max(1, min(min(TAIL_SPLIT, slots / tail), k_tiles)) : 1;
 }
-__device__ __forceinline__ int count_items(int tiles, int slots) {
+__device__ __forceinline__ int count_items(int tiles, int slots, int k_tiles) {
     const int whole = tiles / slots * slots;
-    return whole + (tiles - whole) * tail_parts(tiles - whole, slots);
+    return whole + (tiles - whole) * tail_parts(tiles - whole, slots, k_tiles);
 }
 #else
-__device__ __forceinline__ int count_items(int tiles, int) { return tiles * SPLIT_K; }
+__device__ __forceinline__ int count_items(int tiles, int, int) { return tiles * SPLIT_K; }
 #endif
 
 __device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, int k_tiles, int slots) {
@@ -205,7 +206,7 @@ __device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, in
     if (item < whole) {
         tile = item; split = 0; parts = 1; slot = 0;
     } else {  // the workspace holds one slot per last-round tile: fewer than `slots`, whatever the shape
-        parts = tail_parts(tiles_m * tiles_n - whole, slots);
+        parts = tail_parts(tiles_m * tiles_n - whole, slots, k_tiles);
         slot = (item - whole) / parts; tile = whole + slot; split = (item - whole) % parts;
     }
 #else
@@ -249,7 +250,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
     // items; CTA r of the pair takes the pair's r-th tile.
     const int pair_rows = (tiles_m + CLUSTER_M - 1) / CLUSTER_M;
     const int first_item = blockIdx.x / CLUSTER_M, item_stride = gridDim.x / CLUSTER_M;
-    const int items = count_items(pair_rows * tiles_n, item_stride);
+    const int items = count_items(pair_rows * tiles_n, item_stride, k_tiles);
 #if CLUSTER_M > 1
     const int m_rank = cluster_rank();
 #else

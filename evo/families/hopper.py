@@ -128,19 +128,34 @@ def _fit_stages(p: Params) -> Params | None:
     return None
 
 
-def tail_parts(tiles: int, slots: int, cap: int = 16) -> int:
-    """How many parts the kernel splits each last-round tile into (as `tail_parts` in hopper.cu)."""
+def tail_parts(tiles: int, slots: int, cap: int = 16, k_tiles: int = 1 << 30) -> int:
+    """How many parts the kernel splits each last-round tile into (as `tail_parts` in hopper.cu:
+    up to `cap`, as many as fill the last round, at most one per k-step)."""
     tail = tiles % slots
-    return max(1, min(cap, slots // tail)) if tail else 1
+    return max(1, min(cap, slots // tail, k_tiles)) if tail else 1
 
 
-def tail_rounds(tiles: int, slots: int, cap: int) -> tuple[float, int]:
+def tail_rounds(tiles: int, slots: int, cap: int, k_tiles: int = 1 << 30) -> tuple[float, int]:
     """(rounds of the busiest CTA, parts per last-round tile) of a schedule with a tail split capped at
     `cap` (cap 1: whole rounds only), as hopper.cu runs it: what the cost model and the test double read."""
-    parts = tail_parts(tiles, slots, cap) if cap > 1 else 1
+    parts = tail_parts(tiles, slots, cap, k_tiles) if cap > 1 else 1
     if parts == 1:
         return float(-(-tiles // slots)), 1
     return tiles // slots + 1 / parts, parts
+
+
+def rounds(work: int, ctas_per_sm: int, tail_cap: int, K: int, num_sms: int) -> tuple[float, float, int]:
+    """(rounds, useful fraction of the rounds' CTA slots, parts per last-round tile) of `work` items, as
+    the cost model and the test double read a kernel: whole waves over the SMs, unless a tail split
+    (hopper's TAIL_SPLIT) actually splits the last round, which it does over every CTA slot
+    (SMs x CTAs per SM) with at most one part per k-step."""
+    if tail_cap > 1:
+        slots = num_sms * ctas_per_sm
+        split_rounds, parts = tail_rounds(work, slots, tail_cap, -(-K // 64))
+        if parts > 1:
+            return split_rounds, work / (split_rounds * slots), parts
+    waves = -(-work // num_sms)
+    return float(waves), work / (waves * num_sms), 1
 
 
 def tail_score(M: int, N: int, bm: int, bn: int, parts: int, num_sms: int, reduction_cost: float = 0.25) -> float:
@@ -185,7 +200,7 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         if cluster_split > 1:
             cluster_score = tile_score(M, N, bm, bn, cluster_split, num_sms, reduction_cost=0.1) * bonus
             offer(cluster_score, dict(p, SPLIT_K=cluster_split, SPLIT_CLUSTER=1, PERSISTENT=0))
-        parts = tail_parts(tiles, num_sms)
+        parts = tail_parts(tiles, num_sms, k_tiles=k_tiles // 4)  # at least 4 k-steps a part, as split_for
         if split == 1 and tiles > num_sms and parts > 1:
             # whole tiles for the full rounds, the last round's few tiles split over K to fill the GPU
             offer(tail_score(M, N, bm, bn, parts, num_sms) * bonus, dict(p, TAIL_SPLIT=min(16, 1 << (parts - 1).bit_length())))

@@ -28,7 +28,7 @@ from evo.core.compile_options import options_or_none
 from evo.core.kernel import Candidate
 from evo.core.records import Resources
 from evo.core.shapes import Shape
-from evo.families.hopper import tail_rounds
+from evo.families.hopper import rounds
 
 DEFINES = ("BM", "BN", "BK", "WM", "WN", "STAGES", "SPLIT_K", "GROUP_M", "CONSUMERS", "CTAS_PER_SM",
            "SPLIT_CLUSTER", "CLUSTER_M", "PERSISTENT", "THREADS", "TM", "TN")
@@ -46,11 +46,9 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
     d = _genome(cand.source)
     bm, bn, split = d.get("BM", 64), d.get("BN", 64), max(1, d.get("SPLIT_K", 1))
     tm, tn = math.ceil(shape.M / bm), math.ceil(shape.N / bn)
-    # a tail split (hopper's TAIL_SPLIT) splits the last round's tiles: the rounds are what the kernel runs
-    waves, parts = tail_rounds(tm * tn * split, num_sms, _tail_cap(cand.source))
     work = tm * tn * split
+    waves, quantization, parts = rounds(work, d.get("CTAS_PER_SM", 1), _tail_cap(cand.source), shape.K, num_sms)
     padding = shape.M * shape.N / (tm * bm * tn * bn)
-    quantization = work / (waves * num_sms)
     reduces = split > 1 or parts > 1  # partial tiles added up in a workspace
     k_steps = shape.K / split / max(1, d.get("BK", 64))
     row = [math.log2(d[k] + 1) if k in d else 0.0 for k in DEFINES]
