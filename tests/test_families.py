@@ -305,3 +305,13 @@ def test_shortlists_split_no_tail_into_parts_of_fewer_than_four_k_steps():
     assert any(p["TAIL_SPLIT"] > 1 for p in FAMILIES["hopper"].suggest(512, 10240, 8192, limit=64))
     from evo.families.hopper import tail_parts
     assert tail_parts(160, 132, 16, k_tiles=1) == 1 and tail_parts(160, 132, 16, k_tiles=2) == 2
+
+
+def test_every_gene_of_every_family_is_documented():
+    """docs/families.md names every family and every gene: a gene added without its meaning fails."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "families.md").read_text()
+    for name, fam in FAMILIES.items():
+        assert f"## {name}" in text, name
+        for gene in fam.space:
+            assert f"`{gene}`" in text, (name, gene)
