@@ -50,6 +50,12 @@ def test_archive_commands(run_archive):
                for e in elites)
     table = evo("archive", "elites", str(run_archive))
     assert "MODELLED" in table and "x_torch" in table
+    with_genes = evo("archive", "elites", "--params", str(run_archive))
+    assert "genes (besides the family default)" in with_genes and "genes" not in table
+    from evo.cli.browse import genes_apart_from_default
+    hopper = '{"BM": 64, "BN": 192, "CONSUMERS": 1}'
+    assert genes_apart_from_default("hopper", hopper).split() == ["BM=64", "BN=192", "CONSUMERS=1"]
+    assert genes_apart_from_default(None, "{}") == "-"
     kid = elites[0]["kernel_id"]
     shown = evo("archive", "show", str(run_archive), kid[:10])
     assert kid in shown and "extern \"C\" __global__" in shown and "registers" in shown and "MODELLED" in shown
@@ -302,3 +308,16 @@ def test_serve_says_so_and_exits_2_when_datasette_does_not_start(tmp_path):
                                        f"evo: error: Datasette exited (status 3) before serving on port {port}: "
                                        f"its messages are above"]
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_the_cost_prior_reads_gzipped_archives_as_the_plain_ones(run_archive, tmp_path):
+    """benchmarks/ keeps archives gzipped: `python -m evo.search.cost_prior` reads them as they are."""
+    import gzip
+    import shutil
+
+    from evo.search.cost_prior import rows_from_archive
+    packed = tmp_path / "a.sqlite.gz"
+    with open(run_archive, "rb") as src, gzip.open(packed, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    plain = rows_from_archive(run_archive)
+    assert plain and [(k, s, y) for k, _, s, y in rows_from_archive(packed)] == [(k, s, y) for k, _, s, y in plain]

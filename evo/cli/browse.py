@@ -10,6 +10,7 @@ from pathlib import Path
 from evo.archive import Archive
 from evo.archive import queries as q
 from evo.cli.tables import format_table
+from evo.families import FAMILIES
 
 
 def _emit(args, rows, columns, headers=None) -> None:
@@ -45,10 +46,25 @@ def cmd_elites(args) -> None:
         r["shape"], r["time_us"] = r["cell"], r["time_ms"] * 1e3
         r["kernel"] = r["kernel_id"][:12]
         r["made_by"] = f"{r['family'] or '-'}/{r['operator']}"
+        r["config"] = genes_apart_from_default(r["family"], r["params_json"])
     libs = sorted({lib for r in rows for lib in r["libraries"]})
     _note_simulated(rows)
-    _emit(args, rows, ["shape", "kernel", "made_by", "time_us", *[f"vs_{lib}" for lib in libs], "roofline_fraction", "mode"],
-          ["shape", "kernel", "family/operator", "time_us", *[f"x_{lib}" for lib in libs], "roofline", "mode"])
+    extra = ["config"] if args.params else []
+    _emit(args, rows, ["shape", "kernel", "made_by", "time_us", *[f"vs_{lib}" for lib in libs], "roofline_fraction",
+                       "mode", *extra],
+          ["shape", "kernel", "family/operator", "time_us", *[f"x_{lib}" for lib in libs], "roofline", "mode",
+           *(["genes (besides the family default)"] if extra else [])])
+
+
+def genes_apart_from_default(family: str | None, params_json: str | None) -> str:
+    """A family kernel's genes where they differ from the family's default ("default" when none do);
+    "-" for a kernel without a family genome (an LLM edit)."""
+    fam = FAMILIES.get(family or "")
+    params = json.loads(params_json or "{}")
+    if fam is None or not params:
+        return "-"
+    params = fam.complete(params)
+    return " ".join(f"{k}={v}" for k, v in params.items() if fam.default.get(k) != v) or "default"
 
 
 def _note_simulated(rows: list[dict]) -> None:
@@ -170,7 +186,8 @@ def archive_cli(argv: list[str]) -> None:
     s.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     s.add_argument("archives", nargs="*", help="archives (default: runs/*.sqlite)")
     s.set_defaults(fn=cmd_runs)
-    add("elites", cmd_elites, "best kernel per shape: time, speedup vs each library, roofline fraction", run=True)
+    add("elites", cmd_elites, "best kernel per shape: time, speedup vs each library, roofline fraction", run=True) \
+        .add_argument("--params", action="store_true", help="also each kernel's genes besides its family's default")
     add("show", cmd_show, "a kernel: source, declaration, resources, evaluations, the prompt that made it") \
         .add_argument("kernel", help="kernel id (a unique prefix is enough)")
     add("lineage", cmd_lineage, "a kernel's ancestors and the operators that made them") \

@@ -55,7 +55,7 @@ HELP = {
     "sweep": CommandHelp(
         "Evaluate the seed families' configurations on a shape set: each family's shortlist, a seeded random "
         "sample, or the whole genome; the baseline a search must beat at equal budget.",
-        (("family=simt|ampere|hopper", "one family (default: all)"),
+        (("family=simt|ampere|hopper|skinny", "one family (default: all)"),
          ("sweep.sample=shortlist|random|exhaustive", "how configurations are chosen"),
          ("sweep.budget=N", "configurations per shape"), ("shapes=NAME", "shape set")),
         ("evo sweep shapes=smoke sweep.sample=shortlist sweep.budget=24",)),

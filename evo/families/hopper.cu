@@ -2,7 +2,7 @@
 // accumulators, one producer warpgroup and ${CONSUMERS} consumer warpgroup(s) with register reallocation,
 // and a persistent tile scheduler with grouped rasterization.
 // Tile ${BM}x${BN}x64, ${STAGES} stages, raster group ${GROUP_M}, split-K ${SPLIT_K} (${SPLIT_HOW}),
-// last-round tiles split over K up to ${TAIL_SPLIT} ways,
+// last-round tiles split over K: ${TAIL_HOW},
 // ${CTAS_PER_SM} CTA(s) per SM, ${CLUSTER_M} CTA(s) per cluster along M sharing B by TMA multicast.
 #include <cuda.h>
 #include <cuda_fp16.h>

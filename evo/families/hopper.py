@@ -109,6 +109,7 @@ def _derive(p: Params) -> dict[str, str]:
         "WGMMA": wgmma_helper(p["BN"]),
         "SPLITK": splitk_snippet(2) if atomic else "",
         "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
+        "TAIL_HOW": f"up to {p['TAIL_SPLIT']} ways" if p["TAIL_SPLIT"] > 1 else "none",
         "SPLIT_HOW": "cluster DSMEM" if cluster else ("fp32 atomics" if p["SPLIT_K"] > 1 else "none"),
         "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
     }
