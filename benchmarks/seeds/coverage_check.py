@@ -3,7 +3,7 @@ the llm_layers set and unaligned shapes (tails), with each family's top shortlis
 (the configurations a sweep or a search starts from) and its default. One fresh random draw per
 check, no timing. A failure prints the shape, configuration and the evaluator's message.
 
-Configurations outside the shortlists are added from EXTRA (the hopper multicast pairs).
+Configurations outside the shortlists are added from EXTRA (the hopper multicast pairs and tail splits).
 Usage (GPU machine): python3 benchmarks/seeds/coverage_check.py OUT_DIR [FAMILY ...]
 """
 import csv
@@ -23,7 +23,12 @@ from evo.families import FAMILIES
 ROOT = Path(__file__).resolve().parents[2]
 PICKS = {"hopper": 6, "skinny": 4, "ampere": 3, "simt": 1}  # shortlist picks per shape, besides the default
 EXTRA = {"hopper": [dict(FAMILIES["hopper"].default, CLUSTER_M=2),
-                    dict(FAMILIES["hopper"].default, BM=128, BN=128, STAGES=5, CLUSTER_M=2, PERSISTENT=0)]}
+                    dict(FAMILIES["hopper"].default, BM=128, BN=128, STAGES=5, CLUSTER_M=2, PERSISTENT=0),
+                    # the tail split on every shape, whether or not a shortlist picks it: the widest cap,
+                    # and two CTAs per SM (slots = 2 x SMs)
+                    dict(FAMILIES["hopper"].default, TAIL_SPLIT=16),
+                    dict(FAMILIES["hopper"].default, BM=64, BN=128, CONSUMERS=1, STAGES=4, CTAS_PER_SM=2,
+                         TAIL_SPLIT=4)]}
 UNALIGNED = [Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333), Shape(129, 136, 8), Shape(1, 8, 8),
              Shape(255, 264, 1000), Shape(1000, 1000, 1000), Shape(4097, 4103, 129), Shape(3, 16384, 72)]
 
