@@ -7,16 +7,13 @@ to a kernel within 2% of the best, against random order).
 """
 from __future__ import annotations
 
-import gzip
 import random
-import shutil
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
 from evo.core.shapes import parse_shapes
-from evo.search.cost_model import CostModel
 from evo.search.cost_prior import fit_rows, rows_from_archive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,14 +32,8 @@ COMPARE = "1x6144x4096,1x28672x4096,77x4096x4096,77x28672x4096,333x6144x4096,333
 def main() -> None:
     held = frozenset(s for entry in COMPARE.split(",") for s in parse_shapes(entry))
     with tempfile.TemporaryDirectory() as tmp:
-        new = []
-        for i, gz in enumerate(NEW):
-            out = Path(tmp) / f"new{i}.sqlite"
-            with gzip.open(gz) as src, open(out, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            new.append(out)
         old_rows = [r for p in OLD for r in rows_from_archive(p, exclude=held)]
-        new_rows = old_rows + [r for p in new for r in rows_from_archive(p, exclude=held)]
+        new_rows = old_rows + [r for p in NEW for r in rows_from_archive(p, exclude=held)]  # .gz read as is
         priors = {"shipped sources": fit_rows(old_rows), "+ llm_layers x3 (today's genome)": fit_rows(new_rows)}
         with tarfile.open(ROOT / "benchmarks/session6/run_c/compare24_archives.tgz") as t:
             t.extractall(tmp, filter="data")
@@ -57,9 +48,8 @@ def main() -> None:
         every = {s: list(d.values()) for s, d in everything.items()}
         print(f"fit rows: shipped sources {len(old_rows)}, with today's {len(new_rows)}")
         for name, fitted in priors.items():
-            model = CostModel(prior=fitted.as_prior("H200")) if hasattr(fitted, "as_prior") else fitted
-            print(line(f"{name}: shortlist picks", score(model, shortlist, random.Random(0))))
-            print(line(f"{name}: all arms' kernels", score(model, every, random.Random(0))))
+            print(line(f"{name}: shortlist picks", score(fitted, shortlist, random.Random(0))))
+            print(line(f"{name}: all arms' kernels", score(fitted, every, random.Random(0))))
 
 
 if __name__ == "__main__":
