@@ -311,12 +311,13 @@ def test_a_search_with_the_prior_seeds_the_models_choice_of_each_shortlist(tmp_p
 
     from evo.search.cost_model import CostModel, features
     from evo.search.cost_prior import load
-    from evo.search.sweep import plan
+    from evo.search.sweep import plan, sampled_families
     shapes = [Shape(77, 4096, 4096), Shape(1024, 1024, 1024)]
     model = CostModel(prior=load())
     expected = {"on": set(), "off": set()}  # (shape, kernel) of every seed: per shape, one pick per family
     for shape in shapes:
-        for family in ("hopper", "ampere", "skinny"):  # one unspecialized island: both tensor-core families + skinny
+        # one unspecialized island: the tensor-core families a shortlist takes there, + skinny
+        for family in sampled_families(["hopper", "ampere"], shape) + ["skinny"]:
             pool = plan([family], shape, budget=12, sample="shortlist", rng=random_.Random(0), num_sms=132)
             if pool:
                 predicted = model.predict([features(c, shape) for c in pool])
@@ -444,3 +445,12 @@ def test_kernels_archived_before_a_gene_existed_are_the_same_configuration_to_th
     assert _differences(child, parent) == ["STAGES"]
     for seed in range(20):  # revert_gene reverts STAGES and never asks the old parent for TAIL_SPLIT
         assert OPERATORS["revert_gene"].apply([child, parent], random.Random(seed)).params["STAGES"] == fam.default["STAGES"]
+
+
+def test_the_search_seeds_ampere_above_m_64_only_where_k_is_short():
+    """As a shortlist does (sweep.ONLY_WHERE): on 333x4096x14336 the seeds are hopper's, on 1024x64x64
+    ampere's picks are seeded too; an island of the ampere family seeds ampere everywhere."""
+    from evo.search.sweep import sampled_families
+    assert sampled_families(["hopper", "ampere"], Shape(333, 4096, 14336)) == ["hopper"]
+    assert sampled_families(["hopper", "ampere"], Shape(1024, 64, 64)) == ["hopper", "ampere"]
+    assert sampled_families(["ampere"], Shape(333, 4096, 14336)) == ["ampere"]

@@ -48,6 +48,7 @@ from evo.search.cost_model import MIN_ROWS, CostModel, Prior, features, screen
 from evo.search.overlap import in_background
 from evo.search.state import Plan, SearchState
 from evo.search.sweep import plan as shortlist
+from evo.search.sweep import sampled_families
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +244,9 @@ class Search:
             out = []
             pool = max(k, self.c.search.seed_pool) if self.cost.ready else k
             for shape in isl.shapes:
-                for fam in ([isl.family] if isl.family else TENSOR_CORE_FAMILIES) + SEED_WHERE_SHORTLISTED:
+                # as a shortlist takes them: no ampere seeds above M = 64 where K is long (sweep.ONLY_WHERE)
+                own = sampled_families([isl.family] if isl.family else TENSOR_CORE_FAMILIES, shape)
+                for fam in own + SEED_WHERE_SHORTLISTED:
                     found = shortlist([fam], shape, budget=pool, sample="shortlist", rng=self.rng, num_sms=num_sms)
                     out += [(isl, cand, shape) for cand in best_of(found, shape, k)]
                 if not any(s == shape for _, _, s in out):  # no tensor-core family supports it

@@ -38,11 +38,17 @@ FALLBACK_ONLY = frozenset({"simt"})
 ONLY_WHERE = {"ampere": lambda shape: shape.M <= 64 or shape.K <= 128}
 
 
+def sampled_families(families: list[str], shape: Shape) -> list[str]:
+    """The families a shortlist (or the search's seeding) takes on a shape: those ONLY_WHERE allows
+    there, or all of them where it allows none (asked for alone, a family is sampled)."""
+    return [f for f in families if ONLY_WHERE.get(f, lambda _: True)(shape)] or families
+
+
 def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: random.Random,
          num_sms: int) -> list[Candidate]:
     """The configurations to evaluate on one shape (only those whose declaration supports it)."""
     if sample == "shortlist":  # the families' picks, best-ranked first, taken in turn
-        taken = [f for f in families if ONLY_WHERE.get(f, lambda _: True)(shape)] or families
+        taken = sampled_families(families, shape)
         picks = {f: FAMILIES[f].suggest(shape.M, shape.N, shape.K, num_sms, limit=2 * budget) for f in taken}
         share = {f: SHORTLIST_SHARE.get(f, 1) for f in families}
         pool = [(f, p) for rank in range(budget) for f in taken
