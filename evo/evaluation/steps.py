@@ -5,7 +5,8 @@ the buffer sets and chunks of its timing, and per step (load, correctness draws,
 timed chunks, output checks, libraries, ...) how often it ran and its host seconds (time.perf_counter).
 GPU work is queued asynchronously, so host seconds land on whichever step waits for the GPU next;
 `EVO_PROFILE_SYNC=1` also waits for the worker's stream at the end of every step, so that each step
-is charged its own GPU time (which serialises host and GPU: totals are then an upper bound).
+is charged its own GPU time (which serialises host and GPU: totals are then an upper bound, and
+the kernel and library times the run archives are disturbed by it: profile into a scratch archive).
 `benchmarks/search/throughput_profile.py` sums the lines per shape and step. Without EVO_PROFILE
 every call here is a no-op: nothing is timed, nothing synchronised, nothing written.
 Torch-free, so that the CPU tests cover it.
