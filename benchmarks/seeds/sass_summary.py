@@ -13,7 +13,8 @@ from pathlib import Path
 from evo.archive import Archive
 from evo.evaluation.compiler import Compiler
 
-OPCODES = ("HGMMA", "HMMA", "UTMALDG", "LDSM", "LDGSTS", "STG", "RED", "LDL", "STL", "BAR", "SYNCS", "UCGABAR")
+#: REDG: the global-memory reduction (split-K's fp32 adds in L2) as Hopper's SASS names it (RED on older GPUs)
+OPCODES = ("HGMMA", "HMMA", "UTMALDG", "LDSM", "LDGSTS", "STG", "RED", "REDG", "LDL", "STL", "BAR", "SYNCS", "UCGABAR")
 
 
 def main(path: str) -> None:
