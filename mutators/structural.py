@@ -193,20 +193,22 @@ def _other_family(current: str, shape, tried, rng: random.Random, num_sms: int =
     return family, family.random(rng)
 
 
+def _completed(family: str | None, params: dict) -> dict:
+    """`params` with every gene the family gained since they were archived, at the value that renders
+    them (Family.complete): an old kernel compares equal to its new rendering."""
+    fam = FAMILIES.get(family or "")
+    return fam.complete(params) if fam else params
+
+
 def genes_of(cand: Candidate) -> dict:
-    """A candidate's parameters with every gene its family gained since it was archived, at the
-    value that renders it (Family.complete): an old kernel compares equal to its new rendering."""
-    family = FAMILIES.get(cand.family or "")
-    return family.complete(cand.params) if family else cand.params
+    """A candidate's parameters, completed as above."""
+    return _completed(cand.family, cand.params)
 
 
 def config_key(family: str | None, params: dict | None) -> tuple:
     """A configuration's identity whatever its compile options: (family, sorted parameters, with
     genes added later at their old value)."""
-    params = params or {}
-    if family in FAMILIES:
-        params = FAMILIES[family].complete(params)
-    return (family, tuple(sorted(params.items())))
+    return (family, tuple(sorted(_completed(family, params or {}).items())))
 
 
 def _levers(source: str) -> list[str]:

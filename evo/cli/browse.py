@@ -46,7 +46,8 @@ def cmd_elites(args) -> None:
         r["shape"], r["time_us"] = r["cell"], r["time_ms"] * 1e3
         r["kernel"] = r["kernel_id"][:12]
         r["made_by"] = f"{r['family'] or '-'}/{r['operator']}"
-        r["config"] = genes_apart_from_default(r["family"], r["params_json"])
+        if args.params:
+            r["config"] = genes_apart_from_default(r["family"], r["params_json"])
     libs = sorted({lib for r in rows for lib in r["libraries"]})
     _note_simulated(rows)
     extra = ["config"] if args.params else []

@@ -140,15 +140,10 @@ class TimingSets:
         """Every set's output against its inputs by a random projection (Freivalds: C x against
         A (B x) in fp32, per row within 6 sigma of fp16 output rounding), and with `full` one random
         set element by element against the fp32 reference. None when all hold, else the reason."""
-        error = self.check_outputs_later(indices)()
+        error = self.verdict_to_host(self.queue_projection(indices))()
         if error is None and full:
             error = self.check_elementwise(indices)
         return error
-
-    def check_outputs_later(self, indices: list[int] | None = None) -> Callable[[], str | None]:
-        """The projection check of check_outputs, queued on the timing stream without waiting for
-        it: returns a function that gives its verdict (None or the reason), waiting if need be."""
-        return self.verdict_to_host(self.queue_projection(indices))
 
     def queue_projection(self, indices: list[int] | None = None) -> Projection:
         """Queue the projection check on the timing stream; its per-set verdicts stay in device

@@ -144,13 +144,19 @@ def wave_split(M: int, N: int, bm: int, bn: int, k_tiles: int, num_sms: int, min
     return max(usable, key=lambda s: (tile_score(M, N, bm, bn, s, num_sms), -s))
 
 
+def tile_intensity(bm: int, bn: int) -> float:
+    """A discount for small tiles, which re-read their operands more often: operand reuse
+    bm*bn/(bm+bn) relative to a 128x256 tile's, to the power 1/4, at most 1."""
+    return min(1.0, (bm * bn / (bm + bn)) / (128 * 256 / 384)) ** 0.25
+
+
 def tile_score(M: int, N: int, bm: int, bn: int, split: int, num_sms: int, reduction_cost: float = 0.25) -> float:
     """Useful fraction of issued work (padding waste, wave quantization), discounted for small tiles,
     which re-read their operands more often (intensity bm*bn/(bm+bn) relative to a 128x256 tile)."""
     tm, tn = -(-M // bm), -(-N // bn)
     work = tm * tn * split
     waves = -(-work // num_sms)
-    intensity = min(1.0, (bm * bn / (bm + bn)) / (128 * 256 / 384)) ** 0.25
+    intensity = tile_intensity(bm, bn)
     reduction = 1 + reduction_cost * math.log2(split)  # split-K pays for its fp32 reduction (measured on the H200)
     return (M * N) / (tm * bm * tn * bn) * work / (waves * num_sms) * intensity / reduction
 
@@ -162,8 +168,9 @@ def mma_sync_snippet() -> str:
     return template_text("mma_sync.cuh").rstrip("\n")
 
 
-def splitk_snippet(split_k: int) -> str:
-    return template_text("splitk.cuh") if split_k > 1 else ""
+def splitk_snippet(wanted: bool) -> str:
+    """The split-K reduction (splitk.cuh) where a kernel adds partial tiles over L2, else nothing."""
+    return template_text("splitk.cuh") if wanted else ""
 
 
 def splitk_requires(split_k: int, bm: int, bn: int) -> str:

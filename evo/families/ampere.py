@@ -52,7 +52,7 @@ AMPERE = Family(
     template="ampere.cu",
     _problem=_problem,
     _derive=lambda p: {"THREADS": str(_threads(p)), "SMEM": str(_smem(p)), "MMA_SYNC": mma_sync_snippet(),
-                       "SPLITK": splitk_snippet(p["SPLIT_K"]),
+                       "SPLITK": splitk_snippet(p["SPLIT_K"] > 1),
                        "SPLITK_REQUIRES": splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])},
     default={"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "SPLIT_K": 1, "GROUP_M": 8},
     _suggest=_suggest,

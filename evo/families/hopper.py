@@ -11,6 +11,7 @@ from evo.families._family import (
     split_for,
     splitk_requires,
     splitk_snippet,
+    tile_intensity,
     tile_score,
     wave_split,
 )
@@ -107,7 +108,7 @@ def _derive(p: Params) -> dict[str, str]:
         "THREADS": str(128 * (consumers + 1)), "SMEM": str(_smem(p)), "GRID": grid,
         "PRODUCER_REGS": "40", "CONSUMER_REGS": str(_consumer_regs(p)),
         "WGMMA": wgmma_helper(p["BN"]),
-        "SPLITK": splitk_snippet(2) if atomic else "",
+        "SPLITK": splitk_snippet(atomic),
         "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
         "TAIL_HOW": f"up to {p['TAIL_SPLIT']} ways" if p["TAIL_SPLIT"] > 1 else "none",
         "SPLIT_HOW": "cluster DSMEM" if cluster else ("fp32 atomics" if p["SPLIT_K"] > 1 else "none"),
@@ -136,15 +137,6 @@ def tail_parts(tiles: int, slots: int, cap: int = 16, k_tiles: int = 1 << 30) ->
     return max(1, min(cap, slots // tail, k_tiles)) if tail else 1
 
 
-def tail_rounds(tiles: int, slots: int, cap: int, k_tiles: int = 1 << 30) -> tuple[float, int]:
-    """(rounds of the busiest CTA, parts per last-round tile) of a schedule with a tail split capped at
-    `cap` (cap 1: whole rounds only), as hopper.cu runs it: what the cost model and the test double read."""
-    parts = tail_parts(tiles, slots, cap, k_tiles) if cap > 1 else 1
-    if parts == 1:
-        return float(-(-tiles // slots)), 1
-    return tiles // slots + 1 / parts, parts
-
-
 def rounds(work: int, ctas_per_sm: int, tail_cap: int, K: int, num_sms: int) -> tuple[float, float, int]:
     """(rounds, useful fraction of the rounds' CTA slots, parts per last-round tile) of `work` items, as
     the cost model and the test double read a kernel: whole waves over the SMs, unless a tail split
@@ -152,8 +144,9 @@ def rounds(work: int, ctas_per_sm: int, tail_cap: int, K: int, num_sms: int) -> 
     (SMs x CTAs per SM) with at most one part per k-step."""
     if tail_cap > 1:
         slots = num_sms * ctas_per_sm
-        split_rounds, parts = tail_rounds(work, slots, tail_cap, -(-K // 64))
+        parts = tail_parts(work, slots, tail_cap, -(-K // 64))
         if parts > 1:
+            split_rounds = work // slots + 1 / parts
             return split_rounds, work / (split_rounds * slots), parts
     waves = -(-work // num_sms)
     return float(waves), work / (waves * num_sms), 1
@@ -164,9 +157,8 @@ def tail_score(M: int, N: int, bm: int, bn: int, parts: int, num_sms: int, reduc
     K slices, each slice paying the split-K reduction."""
     tm, tn = -(-M // bm), -(-N // bn)
     tiles = tm * tn
-    rounds = tiles // num_sms + (1 + reduction_cost * math.log2(parts)) / parts
-    intensity = min(1.0, (bm * bn / (bm + bn)) / (128 * 256 / 384)) ** 0.25
-    return (M * N) / (tiles * bm * bn) * tiles / (rounds * num_sms) * intensity
+    busiest = tiles // num_sms + (1 + reduction_cost * math.log2(parts)) / parts  # rounds of the busiest CTA
+    return (M * N) / (tiles * bm * bn) * tiles / (busiest * num_sms) * tile_intensity(bm, bn)
 
 
 def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:

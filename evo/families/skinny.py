@@ -78,7 +78,7 @@ SKINNY = Family(
     _problem=_problem,
     _derive=lambda p: {"THREADS": str(p["WARPS"] * 32), "WN": str(_wn(p)), "SMEM": str(_smem(p)),
                        "MMA_SYNC": mma_sync_snippet(),
-                       "SPLITK": splitk_snippet(p["SPLIT_K"]),
+                       "SPLITK": splitk_snippet(p["SPLIT_K"] > 1),
                        "SPLITK_REQUIRES": splitk_requires(p["SPLIT_K"], p["MP"], p["BN"])},
     default={"MP": 16, "BN": 128, "BK": 64, "WARPS": 4, "STAGES": 4, "SPLIT_K": 4},
     _suggest=_suggest,
