@@ -43,7 +43,8 @@ def test_repair_picks_among_the_nearest_valid_genomes_in_their_order(name):
         params = {k: rng.choice(v) for k, v in fam.space.items()}
         params[rng.choice(list(fam.space))] = 3 if i % 2 else None  # off the genome, or not a number
         distance = {j: sum(p[k] != params.get(k) for k in fam.space) for j, p in enumerate(fam.all_valid)}
-        nearest = [fam.all_valid[j] for j, d in distance.items() if d == min(distance.values())]
+        least = min(distance.values())
+        nearest = [fam.all_valid[j] for j, d in distance.items() if d == least]
         assert fam.repair(params, random.Random(i)) == random.Random(i).choice(nearest)
 
 
@@ -115,6 +116,10 @@ def test_cluster_split_k_declares_one_cluster_per_tile():
     (dict(CTAS_PER_SM=2, CONSUMERS=1, BN=128, STAGES=5), "2 CTA(s) per SM"),
     (dict(TAIL_SPLIT=4, SPLIT_K=2), "needs SPLIT_K=1"),
     (dict(TAIL_SPLIT=4, PERSISTENT=0), "PERSISTENT=1"),
+    (dict(BM=136), "only with SWAP_AB=1"),
+    (dict(SWAP_AB=1, BM=136, BN=256), "more than 128 fp32 accumulators"),
+    (dict(SWAP_AB=1, BM=136, BN=192), "columns (BN)"),
+    (dict(SWAP_AB=1, CLUSTER_M=2), "takes neither clusters"),
 ])
 def test_hopper_combinations_that_cannot_work_are_explained(change, reason):
     fam = FAMILIES["hopper"]
@@ -315,3 +320,45 @@ def test_every_gene_of_every_family_is_documented():
         assert f"## {name}" in text, name
         for gene in fam.space:
             assert f"`{gene}`" in text, (name, gene)
+
+
+def test_the_valid_genome_lies_in_the_subspaces_enumerated():
+    """hopper's all_valid enumerates only the parts of its 6-million-combination genome that can hold
+    valid configurations: random combinations of the whole genome that are valid must be among them."""
+    fam, rng = FAMILIES["hopper"], random.Random(5)
+    known = {tuple(p[k] for k in fam.space) for p in fam.all_valid}
+    seen = 0
+    for _ in range(20000):
+        params = {k: rng.choice(v) for k, v in fam.space.items()}
+        if fam.valid(params):
+            seen += 1
+            assert tuple(params.values()) in known, params
+    assert seen > 20 and any(p["SWAP_AB"] for p in fam.all_valid) and any(not p["SWAP_AB"] for p in fam.all_valid)
+
+
+def test_transposed_products_take_tiles_of_any_multiple_of_8_rows_where_they_pad_less():
+    """M = 257 in 128-row tiles computes 384 rows; transposed, two tiles of 136 rows. Where 64-row
+    tiles already fit M, no transposed pick is offered."""
+    from evo.families.hopper import swapped_rows
+    assert swapped_rows(257)[0] == 136 and swapped_rows(1) == [8] and swapped_rows(77)[0] == 80
+    assert swapped_rows(4096) == [] and swapped_rows(1000) == []
+    fam = FAMILIES["hopper"]
+    picks = fam.suggest(257, 28672, 4096, limit=12)
+    assert any(p["SWAP_AB"] for p in picks) and any(not p["SWAP_AB"] for p in picks)
+    assert not any(p["SWAP_AB"] for p in fam.suggest(4096, 4096, 4096, limit=64))
+    source = fam.render(dict(fam.default, SWAP_AB=1, BM=136, BN=128))
+    assert "wgmma.mma_async.sync.aligned.m64n136k16" in source and "p, 1, 1, 1, 0;" in source
+    decl = parse_declaration(source)
+    assert decl.launch_for(Shape(257, 28672, 4096), num_sms=132).grid == (132, 1, 1)
+
+
+@pytest.mark.parametrize("change", [
+    dict(BM=136, BN=128), dict(BM=8, BN=128, SPLIT_K=4), dict(BM=88, BN=256, TAIL_SPLIT=4),
+    dict(BM=200, BN=64, CONSUMERS=1), dict(BM=24, BN=64, CONSUMERS=1, CTAS_PER_SM=2)])
+def test_transposed_products_compile_without_spills(change, compiler):
+    """Every kind of transposed tile compiles for sm_90a with no local-memory spills (ptxas's report)."""
+    fam = FAMILIES["hopper"]
+    params = fam.complete(dict(fam.default, SWAP_AB=1, STAGES=4, **change))
+    result = compiler.compile(fam.render(params))
+    assert result.ok, result.log
+    assert result.resources is not None and result.resources.spill_stores == 0 and result.resources.spill_loads == 0

@@ -3,7 +3,8 @@ the llm_layers set and unaligned shapes (tails), with each family's top shortlis
 (the configurations a sweep or a search starts from) and its default. One fresh random draw per
 check, no timing. A failure prints the shape, configuration and the evaluator's message.
 
-Configurations outside the shortlists are added from EXTRA (the hopper multicast pairs and tail splits).
+Configurations outside the shortlists are added from EXTRA (the hopper multicast pairs, tail splits and
+transposed products).
 Usage (GPU machine): python3 benchmarks/seeds/coverage_check.py OUT_DIR [FAMILY ...]
 """
 import csv
@@ -28,7 +29,14 @@ EXTRA = {"hopper": [dict(FAMILIES["hopper"].default, CLUSTER_M=2),
                     # and two CTAs per SM (slots = 2 x SMs)
                     dict(FAMILIES["hopper"].default, TAIL_SPLIT=16),
                     dict(FAMILIES["hopper"].default, BM=64, BN=128, CONSUMERS=1, STAGES=4, CTAS_PER_SM=2,
-                         TAIL_SPLIT=4)]}
+                         TAIL_SPLIT=4),
+                    # the transposed product on every shape: uneven tile rows, split-K, a tail split, tiny
+                    # tiles two to an SM, one consumer with 200-row wgmmas
+                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=136, BN=128, STAGES=5),
+                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=8, BN=128, STAGES=5, SPLIT_K=3),
+                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=88, BN=256, STAGES=4, TAIL_SPLIT=16),
+                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=24, BN=64, CONSUMERS=1, STAGES=4, CTAS_PER_SM=2),
+                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=200, BN=64, CONSUMERS=1, STAGES=6)]}
 UNALIGNED = [Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333), Shape(129, 136, 8), Shape(1, 8, 8),
              Shape(255, 264, 1000), Shape(1000, 1000, 1000), Shape(4097, 4103, 129), Shape(3, 16384, 72)]
 

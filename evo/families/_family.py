@@ -37,6 +37,10 @@ class Family:
     #: genes added after kernels were archived without them, with the value that renders those kernels
     #: (a resumed search or an export reads parameters written before the gene existed)
     later_genes: dict[str, int] = field(default_factory=dict)
+    #: products of parameter values that hold every valid configuration, where the whole space is too
+    #: large to filter (default: the whole space)
+    _subspaces: Callable[[dict[str, tuple[int, ...]]], list[dict[str, tuple[int, ...]]]] | None = field(
+        default=None, repr=False)
 
     def complete(self, params: Params) -> Params:
         """`params` with every missing later gene at its value from before the gene existed."""
@@ -83,7 +87,8 @@ class Family:
     def all_valid(self) -> tuple[Params, ...]:
         """Every valid configuration, in a stable order."""
         keys = list(self.space)
-        combos = (dict(zip(keys, values)) for values in itertools.product(*(self.space[k] for k in keys)))
+        parts = self._subspaces(self.space) if self._subspaces else [self.space]
+        combos = (dict(zip(keys, values)) for part in parts for values in itertools.product(*(part[k] for k in keys)))
         return tuple(p for p in combos if self._problem(p) is None)
 
     def random(self, rng: Random) -> Params:

@@ -3,7 +3,8 @@
 // and a persistent tile scheduler with grouped rasterization.
 // Tile ${BM}x${BN}x64, ${STAGES} stages, raster group ${GROUP_M}, split-K ${SPLIT_K} (${SPLIT_HOW}),
 // last-round tiles split over K: ${TAIL_HOW},
-// ${CTAS_PER_SM} CTA(s) per SM, ${CLUSTER_M} CTA(s) per cluster along M sharing B by TMA multicast.
+// ${CTAS_PER_SM} CTA(s) per SM, ${CLUSTER_M} CTA(s) per cluster along M sharing B by TMA multicast,
+// operands ${SWAP_HOW}.
 #include <cuda.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -26,12 +27,24 @@
 #define SPLIT_CLUSTER ${SPLIT_CLUSTER}  // 1: the split-K CTAs of a tile form a cluster and add over DSMEM
 #define CTAS_PER_SM ${CTAS_PER_SM}
 #define CLUSTER_M ${CLUSTER_M}  // 2: CTA pairs on neighbouring M tiles; each loads half of B for both
+// SWAP_AB 1: the product runs transposed on the tensor cores (C^T = B^T A^T), so the tile's M side (tokens)
+// is the wgmma's N, any multiple of 8 up to 256, and the consumers split the tile's N side in 64-row
+// wgmma blocks: no tensor-core rows are spent on the padding of a small or uneven M. Shared-memory
+// tiles and loads are the same either way; only the operands' roles (and the epilogue) change.
+#define SWAP_AB ${SWAP_AB}
+#if SWAP_AB
+#define WG_N BM       // wgmma N: the tile's rows of C
+#define SPLIT_DIM BN  // the side the consumers split: the tile's columns of C
+#else
+#define WG_N BN
+#define SPLIT_DIM BM
+#endif
 #define P_STRIDE (BN + 8)  // floats per row of the partial tile: the padding spreads rows over banks
-#define ROWS_PER_CONSUMER (BM / CONSUMERS)
+#define ROWS_PER_CONSUMER (SPLIT_DIM / CONSUMERS)
 #define MMA_M_TILES (ROWS_PER_CONSUMER / 64)
 #define A_STAGE_BYTES (BM * BK * 2)
 #define B_STAGE_BYTES (BK * BN * 2)
-#define ACC_PER_THREAD (MMA_M_TILES * BN / 2)
+#define ACC_PER_THREAD (MMA_M_TILES * WG_N / 2)
 #define PIPE_BYTES (STAGES * (A_STAGE_BYTES + B_STAGE_BYTES))
 #if SPLIT_K > 1 && SPLIT_CLUSTER
 #define PARTIAL_BYTES (BM * P_STRIDE * 4)
@@ -325,14 +338,27 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
             for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
                 mbar_wait(&full[stage], phase);
                 wgmma_fence();
+#if SWAP_AB
+                // wgmma's A: this consumer's 64-column blocks of the B tile (MN-major, transposed);
+                // its B: the whole A tile (K-major)
+                const uint8_t* a_base = b_tiles + stage * B_STAGE_BYTES + consumer * ROWS_PER_CONSUMER * 128;
+                const uint8_t* b_base = a_tiles + stage * A_STAGE_BYTES;
+                #pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk) {
+                    #pragma unroll
+                    for (int mt = 0; mt < MMA_M_TILES; ++mt)  // a 64-column block is BK * 128 bytes (BK = 64)
+                        wgmma_m64n${WG_N}(acc + mt * (WG_N / 2), desc_b(a_base + mt * 64 * 128 + kk * 16 * 128), desc_a(b_base + kk * 32));
+                }
+#else
                 const uint8_t* a_base = a_tiles + stage * A_STAGE_BYTES + consumer * ROWS_PER_CONSUMER * 128;
                 const uint8_t* b_base = b_tiles + stage * B_STAGE_BYTES;
                 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
                     #pragma unroll
                     for (int mt = 0; mt < MMA_M_TILES; ++mt)
-                        wgmma_m64n${BN}(acc + mt * (BN / 2), desc_a(a_base + mt * 64 * 128 + kk * 32), desc_b(b_base + kk * 16 * 128));
+                        wgmma_m64n${WG_N}(acc + mt * (WG_N / 2), desc_a(a_base + mt * 64 * 128 + kk * 32), desc_b(b_base + kk * 16 * 128));
                 }
+#endif
                 wgmma_commit();
                 // Keep one batch in flight: once the previous batch is done, its stage can be refilled.
                 wgmma_wait<1>();
@@ -366,11 +392,12 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 continue;
             }
 #elif SPLIT_K > 1 || TAIL_SPLIT > 1
-            const int row_base = w.m0 + consumer * ROWS_PER_CONSUMER + warp * 16 + lane / 4;
-            const int col_base = w.n0 + (lane % 4) * 2;
-            auto inside = [&](int i) {  // accumulator i -> (row, col) of the wgmma fragment layout
-                const int mt = i / (BN / 2), j = i % (BN / 2);
-                return row_base + mt * 64 + ((j / 2) % 2) * 8 < M && col_base + (j / 4) * 8 < N;
+            // accumulator i -> (row, col) of the wgmma fragment layout -> (row, col) of C
+            const int frag_row = consumer * ROWS_PER_CONSUMER + warp * 16 + lane / 4, frag_col = (lane % 4) * 2;
+            auto inside = [&](int i) {  // with SWAP_AB, accumulators i and i + 1 lie in one column of C
+                const int mt = i / (WG_N / 2), j = i % (WG_N / 2);
+                const int r = frag_row + mt * 64 + ((j / 2) % 2) * 8, c = frag_col + (j / 4) * 8;
+                return SWAP_AB ? w.m0 + c < M && w.n0 + r < N : w.m0 + r < M && w.n0 + c < N;
             };
             if (w.parts > 1 && !splitk_reduce<ACC_PER_THREAD>(acc, w.slot, w.parts, threadIdx.x - 128,
                                                               CONSUMERS * 128, splitk_flag, inside))
@@ -380,6 +407,37 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
             // Epilogue: fp32 -> fp16 through a padded shared-memory tile (64 rows x 64 columns per
             // pass) so that global stores are whole 16-byte chunks, coalesced along rows.
             half* stage_c = c_tiles + consumer * (64 * C_STRIDE);
+#if SWAP_AB
+            // The accumulators hold C transposed: 64 columns of C (one wgmma block) by the tile's rows.
+            // Through the padded tile, 64 rows of C at a time, so that stores stay 16-byte row chunks.
+            #pragma unroll
+            for (int mt = 0; mt < MMA_M_TILES; ++mt) {
+                const int col0 = w.n0 + consumer * ROWS_PER_CONSUMER + mt * 64;
+                #pragma unroll
+                for (int chunk = 0; chunk < (BM + 63) / 64; ++chunk) {
+                    #pragma unroll
+                    for (int nb = 0; nb < 8; ++nb) {
+                        if (chunk * 8 + nb >= BM / 8) break;
+                        const float* v = acc + mt * (WG_N / 2) + (chunk * 8 + nb) * 4;
+                        const int r = nb * 8 + (lane % 4) * 2, c = warp * 16 + lane / 4;  // (row, col) in the chunk
+                        stage_c[r * C_STRIDE + c] = __float2half_rn(v[0]);
+                        stage_c[(r + 1) * C_STRIDE + c] = __float2half_rn(v[1]);
+                        stage_c[r * C_STRIDE + c + 8] = __float2half_rn(v[2]);
+                        stage_c[(r + 1) * C_STRIDE + c + 8] = __float2half_rn(v[3]);
+                    }
+                    consumer_sync(consumer);
+                    #pragma unroll
+                    for (int pass = 0; pass < 4; ++pass) {
+                        const int r = pass * 16 + tid_in_wg / 8, c = (tid_in_wg % 8) * 8;
+                        const int row = w.m0 + chunk * 64 + r, col = col0 + c;
+                        if (chunk * 64 + r < BM && row < M && col < N)  // N % 8 == 0: a chunk is wholly in or out
+                            *reinterpret_cast<uint4*>(C + (size_t)row * N + col) =
+                                *reinterpret_cast<const uint4*>(stage_c + r * C_STRIDE + c);
+                    }
+                    consumer_sync(consumer);
+                }
+            }
+#else
             #pragma unroll
             for (int mt = 0; mt < MMA_M_TILES; ++mt) {
                 const int row0 = w.m0 + consumer * ROWS_PER_CONSUMER + mt * 64;
@@ -404,6 +462,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                     consumer_sync(consumer);
                 }
             }
+#endif
         }
     }
 #if CLUSTER_M > 1

@@ -35,15 +35,32 @@ def _smem(p: Params) -> int:
     return _region(p) + 2 * p["STAGES"] * 8 + 16 + epilogue + 1024  # + barriers, flag, alignment slack
 
 
+#: tile rows (BM) a transposed product (SWAP_AB=1) takes: the wgmma's N, any multiple of 8 up to 256
+SWAPPED_BM = tuple(range(8, 257, 8))
+#: tile rows of the plain product: the wgmma's M side, 64 rows per instruction, split among the consumers
+PLAIN_BM = (64, 128, 256)
+
+
+def _wgmma_n(p: Params) -> int:
+    """The wgmma's N: the tile's columns, or its rows when the product runs transposed."""
+    return p["BM"] if p["SWAP_AB"] else p["BN"]
+
+
 def _problem(p: Params) -> str | None:
-    rows = p["BM"] // p["CONSUMERS"]
-    if rows * p["CONSUMERS"] != p["BM"] or rows not in (64, 128):
-        return "each consumer warpgroup must own 64 or 128 rows"
-    if rows * p["BN"] // 128 > 128:
+    swap = p["SWAP_AB"] == 1
+    split_dim, side = (p["BN"], "columns (BN)") if swap else (p["BM"], "rows (BM)")
+    rows = split_dim // p["CONSUMERS"]
+    if not swap and p["BM"] not in PLAIN_BM:
+        return f"BM must be one of {PLAIN_BM} (a multiple of 8 up to 256 only with SWAP_AB=1)"
+    if rows * p["CONSUMERS"] != split_dim or rows not in (64, 128):
+        return f"each consumer warpgroup must own 64 or 128 of the tile's {side}"
+    if rows * _wgmma_n(p) // 128 > 128:
         return "more than 128 fp32 accumulators per consumer thread"
+    if swap and (p["SPLIT_CLUSTER"] or p["CLUSTER_M"] > 1 or p["GROUP_M"] not in (1, 8)):
+        return "SWAP_AB=1 takes neither clusters (SPLIT_CLUSTER=0, CLUSTER_M=1) nor GROUP_M other than 1 or 8"
     if p["CTAS_PER_SM"] == 2 and p["CONSUMERS"] != 1:
         return "two CTAs per SM leave registers for one consumer warpgroup only"
-    if p["CTAS_PER_SM"] == 2 and p["BN"] > 128:
+    if p["CTAS_PER_SM"] == 2 and _wgmma_n(p) > 128:
         return "two CTAs per SM compile with 128 registers per thread: too few for one wgmma of N > 128"
     limit = SMEM_LIMIT if p["CTAS_PER_SM"] == 1 else SMEM_PER_SM // 2 - 1024
     if _smem(p) > limit:
@@ -67,9 +84,11 @@ def _problem(p: Params) -> str | None:
     return None
 
 
-def wgmma_helper(n: int) -> str:
-    """wgmma m64nNk16, f16 inputs, f32 accumulators; A K-major, B MN-major (transposed)."""
+def wgmma_helper(n: int, swap: bool = False) -> str:
+    """wgmma m64nNk16, f16 inputs, f32 accumulators; A K-major, B MN-major (transposed), or with
+    `swap` the other way round (A MN-major, B K-major: C^T = B^T A^T on the same shared tiles)."""
     count = n // 2
+    transpose = "1, 0" if swap else "0, 1"
     regs = ", ".join(f"%{i}" for i in range(count))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(count))
     return (
@@ -77,7 +96,7 @@ def wgmma_helper(n: int) -> str:
         f"    asm volatile(\n"
         f'        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{count + 2}, 0;\\n"\n'
         f'        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 "\n'
-        f'        "{{{regs}}}, %{count}, %{count + 1}, p, 1, 1, 0, 1;\\n}}\\n"\n'
+        f'        "{{{regs}}}, %{count}, %{count + 1}, p, 1, 1, {transpose};\\n}}\\n"\n'
         f"        : {outs}\n"
         f'        : "l"(desc_a), "l"(desc_b), "r"(1));\n'
         f"}}"
@@ -107,13 +126,22 @@ def _derive(p: Params) -> dict[str, str]:
     return {
         "THREADS": str(128 * (consumers + 1)), "SMEM": str(_smem(p)), "GRID": grid,
         "PRODUCER_REGS": "40", "CONSUMER_REGS": str(_consumer_regs(p)),
-        "WGMMA": wgmma_helper(p["BN"]),
+        "WGMMA": wgmma_helper(_wgmma_n(p), swap=p["SWAP_AB"] == 1), "WG_N": str(_wgmma_n(p)),
+        "SWAP_HOW": "transposed on the tensor cores (C^T = B^T A^T)" if p["SWAP_AB"] else "as given",
         "SPLITK": splitk_snippet(atomic),
         "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
         "TAIL_HOW": f"up to {p['TAIL_SPLIT']} ways" if p["TAIL_SPLIT"] > 1 else "none",
         "SPLIT_HOW": "cluster DSMEM" if cluster else ("fp32 atomics" if p["SPLIT_K"] > 1 else "none"),
         "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
     }
+
+
+def _subspaces(space: dict[str, tuple[int, ...]]) -> list[dict[str, tuple[int, ...]]]:
+    """The parts of the genome that can hold valid configurations (the whole product is 6 million
+    combinations, mostly tile rows that only a transposed product takes)."""
+    plain = dict(space, BM=PLAIN_BM, SWAP_AB=(0,))
+    swapped = dict(space, SWAP_AB=(1,), SPLIT_CLUSTER=(0,), CLUSTER_M=(1,), GROUP_M=(1, 8))
+    return [plain, swapped]
 
 
 def _fit_stages(p: Params) -> Params | None:
@@ -171,13 +199,17 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
             out.append((score, q))
 
     # 64x192 (one consumer): 513x2304 needs 9x12 tiles of it against 5x9 of 128x256 (fewer padded rows, a fuller wave)
-    for bm, bn, consumers in ((128, 256, 2), (256, 128, 2), (128, 128, 2), (128, 128, 1), (128, 192, 2),
-                              (64, 256, 1), (64, 192, 1), (64, 128, 1), (64, 64, 1), (128, 64, 1)):
+    tiles_offered = [(bm, bn, consumers, 0) for bm, bn, consumers in (
+        (128, 256, 2), (256, 128, 2), (128, 128, 2), (128, 128, 1), (128, 192, 2),
+        (64, 256, 1), (64, 192, 1), (64, 128, 1), (64, 64, 1), (128, 64, 1))]
+    tiles_offered += [(bm, bn, consumers, 1) for bm in swapped_rows(M)
+                      for bn, consumers in ((128, 2), (256, 2), (128, 1), (64, 1))]
+    for bm, bn, consumers, swap in tiles_offered:
         tiles = -(-M // bm) * -(-N // bn)
         bonus = 1 + 0.1 * (bm * bn >= 128 * 256)
         split = split_for(tiles, k_tiles, num_sms)
         p = {"BM": bm, "BN": bn, "CONSUMERS": consumers, "STAGES": 5, "GROUP_M": 8, "SPLIT_K": split,
-             "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1}
+             "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": swap}
         score = tile_score(M, N, bm, bn, split, num_sms) * bonus
         offer(score, p)
         # Wave quantization: a split count that is not a power of two can fill the SMs that powers leave idle.
@@ -202,12 +234,26 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
             offer(score * (0.98 if K <= 1024 else 0.9), dict(p, CTAS_PER_SM=2))
     # Multicast pairs (CLUSTER_M=2) stay out of the shortlist: measured no faster than unpaired tiles on
     # 4096^3 and 8192^3 (benchmarks/seeds/multicast/); the search can still reach them.
-    # The scores cannot tell the two reductions apart reliably: alternate them, best first.
+    # The scores cannot tell the two reductions, nor the transposed product from the plain one,
+    # apart reliably: take from each kind in turn, the kind with the best pick first.
     ranked = sorted(out, key=lambda x: -x[0])
-    cluster = [p for _, p in ranked if p["SPLIT_CLUSTER"]]
-    other = [p for _, p in ranked if not p["SPLIT_CLUSTER"]]
-    first, second = (cluster, other) if cluster and ranked[0][1] is cluster[0] else (other, cluster)
-    return [p for pair in itertools.zip_longest(first, second) for p in pair if p is not None]
+    kinds: dict[str, list[Params]] = {}
+    for _, p in ranked:
+        kinds.setdefault("swap" if p["SWAP_AB"] else "cluster" if p["SPLIT_CLUSTER"] else "plain", []).append(p)
+    return [p for turn in itertools.zip_longest(*kinds.values()) for p in turn if p is not None]
+
+
+def swapped_rows(M: int) -> list[int]:
+    """Tile rows for a transposed product (SWAP_AB=1) on M rows: M in 1-3 nearly equal tiles more than
+    the fewest, rounded up to 8, where that pads M at least 3% less than the plain product's 64-row
+    tiles do (elsewhere the plain tiles lose nothing to padding and win on a simpler epilogue)."""
+    plain_padding = M / (-(-M // 64) * 64)
+    rows = []
+    for tiles in range(-(-M // 256), -(-M // 256) + 3):
+        bm = -(-math.ceil(M / tiles) // 8) * 8  # the tile's share of M, up to a multiple of 8
+        if bm not in rows and M / (tiles * bm) >= plain_padding * 1.03 and -(-M // bm) == tiles:
+            rows.append(bm)
+    return rows
 
 
 HOPPER = Family(
@@ -215,14 +261,16 @@ HOPPER = Family(
     description="TMA + mbarrier pipeline + wgmma, producer/consumer warpgroups, persistent, split-K (L2 atomics "
                 "or a cluster adding over DSMEM), the last round's tiles split over K, one or two CTAs per SM, "
                 "2-CTA clusters multicasting B",
-    space={"BM": (64, 128, 256), "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
+    space={"BM": SWAPPED_BM, "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
-           "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16)},
+           "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16),
+           "SWAP_AB": (0, 1)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,
     default={"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": 1, "SPLIT_CLUSTER": 0,
-             "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1},
+             "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": 0},
     _suggest=_suggest,
-    later_genes={"TAIL_SPLIT": 1},
+    later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0},
+    _subspaces=_subspaces,
 )
