@@ -31,6 +31,8 @@ def describe(family, p):
         text += f" tail{p['TAIL_SPLIT']}"
     if p.get("CTAS_PER_SM", 1) > 1:
         text += " 2cta"
+    if p.get("SWAP_AB", 0):
+        text += " swap"
     return text
 
 
