@@ -103,9 +103,10 @@ def assert_same_verdicts(A, B, C, x):
     dev, sigma, _ = projection_terms(A, B, C, x)
     old_dev, old_sigma, _ = old_terms(A, B, C, x)
     ok = torch.isfinite(old_dev) & torch.isfinite(old_sigma) & (old_sigma > 0)
-    # both are fp32 roundings of the same sums: the projections differ by ~1e-3 sigma, sigma by ~1e-6
-    assert ((dev - old_dev).abs() <= 1e-2 * old_sigma)[ok].all()
-    assert ((sigma - old_sigma).abs() <= 1e-4 * old_sigma)[ok].all()
+    # both are fp32 roundings of the same sums (|A (B x)| is ~sqrt(K) / 2e-3 sigma): the projections
+    # differ by up to ~1e-2 sigma at K = 7168 (each is that far from the exact value), sigma by ~1e-6
+    assert ((dev - old_dev).abs() <= 5e-2 * old_sigma)[ok].all()
+    assert ((sigma - old_sigma).abs() <= 1e-3 * old_sigma)[ok].all()
     return rows.tolist(), nans.tolist()
 
 
@@ -135,6 +136,19 @@ def test_projection_matches_on_a_large_odd_shape():
     A, B, C, x = problem(2, 257, 2304, 4096)
     assert assert_same_verdicts(A, B, C, x) == ([0, 0], [False, False])
     assert assert_same_verdicts(A, B, corrupt(C, "stale", x), x)[0][1] > 200
+
+
+@pytest.mark.parametrize("case", CASES[:4] + [(2, 257, 2304, 4096, 1.0, 1.0)], ids=lambda c: "x".join(map(str, c)))
+def test_projection_is_as_close_to_exact_as_the_fp32_check(case):
+    """|C x - A (B x)| against float64: the fp16 split of B x costs no more than fp32's own rounding."""
+    sets, M, N, K, sa, sb = case
+    A, B, C, x = problem(sets, M, N, K, scale_a=sa, scale_b=sb, seed=3)
+    xd = x.double().view(-1, 1)
+    exact = ((C.double() @ xd) - A.double() @ (B.double() @ xd)).abs().squeeze(2)
+    dev, sigma, _ = projection_terms(A, B, C, x)
+    old_dev = old_terms(A, B, C, x)[0]
+    new_err, old_err = ((dev - exact).abs() / sigma).max(), ((old_dev - exact).abs() / sigma).max()
+    assert new_err <= max(2 * old_err, 1e-3) and new_err < 1e-2
 
 
 @pytest.mark.parametrize("chunk,budget", [(1000, 1 << 28), (3 * 1024 + 5, 1), (1, 5200)])  # groups: all 5 sets; 1 set; 2 sets
