@@ -2,7 +2,8 @@
 
 `Guarded` puts a guard zone on each side of a matrix; `TimingSets` holds the buffer sets that
 timing rotates over (one in hot mode, more than 3x L2 in rotating and server modes);
-`reference` is the fp32-accumulated product every result is compared with.
+`reference` is the fp32-accumulated product every result is compared with; `projection_verdicts`
+checks every timed output by a random projection read from the fp16 buffers (fp32 sums, no fp32 copies).
 Imported only inside GPU worker processes.
 """
 from __future__ import annotations
@@ -35,8 +36,10 @@ GUARD_BYTES = 1 << 20
 GUARD_BYTE = 0xA5
 MAX_ROTATING_SETS = 8192
 TIMING_BYTES = 1 << 30  # timing buffers up to 1 GiB: more sets, fewer pauses between timed chunks
-PROJECTION_BYTES = 1 << 28  # fp32 working memory of one group of the projection check
+PROJECTION_BYTES = 1 << 28  # working memory of one group of the projection check
+PROJECTION_CHUNK = 1 << 22  # elements of C per fp32 slice for the tolerance terms (16 MiB: stays in L2)
 PROJECTION_SIGMAS = 6.0
+PROJECTION_Y_EXP = 14  # y = B x is scaled per set to below 2**14 before its split into two fp16 parts
 
 
 class Projection(NamedTuple):
@@ -74,6 +77,88 @@ class Guarded:
 def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """fp32-accumulated product (fp16 values are exact in fp32; TF32 is off in the worker)."""
     return torch.matmul(a.float(), b.float())
+
+
+def _mm16(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Batched a @ b of fp16 operands with exact products and fp32 sums, as fp32. On CUDA with the
+    operands as they are (bmm's out_dtype, torch >= 2.8); elsewhere (the CPU tests) through fp32 copies."""
+    if a.is_cuda:
+        return torch.bmm(a, b, out_dtype=torch.float32)
+    return torch.bmm(a.float(), b.float())
+
+
+def _split16(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 y (sets x K) as fp16 parts (sets x K x 2) whose sum is y * 2**p, p per set (sets x 1).
+    p puts each set's largest finite |y| in [2**13, 2**14), so neither part overflows; the parts
+    hold y to 2**-22 |y_k| + 2**-38 max|y| (fp16 rounds to 2**-11 relative, 2**-25 absolute below
+    its normal range; y * 2**p - hi is exact in fp32). Non-finite y stays non-finite."""
+    biggest = torch.where(torch.isfinite(y), y.abs(), 0.0).amax(dim=1, keepdim=True)
+    p = (PROJECTION_Y_EXP - torch.frexp(biggest).exponent).clamp_(-100, 100)
+    scaled = torch.ldexp(y, p)
+    hi = scaled.half()
+    return torch.stack((hi, (scaled - hi.float()).half()), dim=2), p
+
+
+def projection_terms(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
+                     x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per row of every set (sets x M, fp32): |C x - A (B x)|, sigma, and the row's sum of squares.
+    A (sets x M x K), B (sets x K x N), C (sets x M x N) and x (N) are fp16, so every product is exact
+    in fp32 and only the fp32 sums round, as in an fp32 computation; A (B x) takes B x split in two
+    fp16 parts (_split16). sigma is what each element's allowed error (ELEM_RTOL |c| + ELEM_ATOL_RMS
+    rms, tolerance.py) gives the row's projection with errors of random sign: sqrt(sum_j allowed^2
+    x_j^2), expanded as R^2 (c^2 @ xx) + a (2 R (|c| @ xx) + a sum(xx)) with a = ELEM_ATOL_RMS rms,
+    from fp32 slices of C of PROJECTION_CHUNK elements. The sum of squares is NaN where the row has a
+    NaN and +Inf where it has an Inf (all its terms are non-negative)."""
+    sets, M, N = C.shape
+    K = A.shape[2]
+    xcol = x.view(1, N, 1)
+    got = _mm16(C.reshape(1, sets * M, N), xcol).view(sets, M)
+    y = _mm16(B.reshape(1, sets * K, N), xcol).view(sets, K)
+    parts, p = _split16(y)
+    want = torch.ldexp(_mm16(A, parts).sum(dim=2), -p)
+    xx = x.float().square()
+    w = torch.stack((xx, torch.ones_like(xx)), dim=1)  # c^2 @ w: the row's c^2 @ xx and sum of squares
+    flat = C.reshape(sets * M, N)
+    s1 = torch.empty(sets * M, 1, device=C.device)
+    s2 = torch.empty(sets * M, 2, device=C.device)
+    step = max(1, PROJECTION_CHUNK // N)
+    buf = torch.empty(min(step, sets * M), N, device=C.device)
+    for r0 in range(0, sets * M, step):
+        r1 = min(r0 + step, sets * M)
+        c = buf[:r1 - r0]
+        c.copy_(flat[r0:r1]).abs_()
+        torch.mm(c, xx.view(N, 1), out=s1[r0:r1])
+        torch.mm(c.square_(), w, out=s2[r0:r1])  # c^2 is exact in fp32
+    sq = s2[:, 1].view(sets, M)
+    a = ELEM_ATOL_RMS * (sq.sum(dim=1, keepdim=True) / (M * N)).sqrt()  # NaN or Inf where the set has one
+    sigma = (ELEM_RTOL ** 2 * s2[:, 0].view(sets, M) + a * (2 * ELEM_RTOL * s1.view(sets, M) + a * xx.sum())).sqrt()
+    return (got - want).abs(), sigma, sq
+
+
+def projection_verdicts(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
+                        x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Freivalds per set: (int32 count of rows beyond PROJECTION_SIGMAS sigma or with a NaN/Inf output,
+    whether any output is NaN), from projection_terms. Queues work on the current stream only."""
+    dev, sigma, sq = projection_terms(A, B, C, x)
+    bad = ~(dev <= PROJECTION_SIGMAS * sigma) | ~torch.isfinite(sq)  # NaN counts as bad
+    return bad.sum(dim=1, dtype=torch.int32), torch.isnan(sq).any(dim=1)
+
+
+def projection_sets(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, chosen: list[int],
+                    x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """projection_verdicts of the `chosen` sets of batched A, B and C (int32 rows beyond the tolerance and
+    whether any output is NaN, one per chosen set), over contiguous runs of sets of at most
+    PROJECTION_BYTES working memory each. Queues work on the current stream only."""
+    _, M, K = A.shape
+    # per set: y = B x in fp32 and its two fp16 parts (about 6 K words), the per-row terms (about 10 M);
+    # the fp32 slice of C for the tolerance has PROJECTION_CHUNK elements whatever the group's size
+    per_set = 4 * (6 * K + 10 * M)
+    group = max(1, (PROJECTION_BYTES - 4 * PROJECTION_CHUNK) // per_set)
+    rows = torch.empty(len(chosen), dtype=torch.int32, device=C.device)  # rows beyond the tolerance, per set
+    nans = torch.empty(len(chosen), dtype=torch.bool, device=C.device)  # any NaN output, per set
+    for pos, lo, hi in contiguous_runs(chosen, group):
+        rows[pos:pos + hi - lo], nans[pos:pos + hi - lo] = projection_verdicts(A[lo:hi], B[lo:hi], C[lo:hi], x)
+    return rows, nans
 
 
 class TimingSets:
@@ -148,30 +233,11 @@ class TimingSets:
     def queue_projection(self, indices: list[int] | None = None) -> Projection:
         """Queue the projection check on the timing stream; its per-set verdicts stay in device
         memory (verdict_to_host copies them out). Sets are taken as contiguous slices of the batched
-        buffers (no gathered copies)."""
+        buffers (no gathered copies, no fp32 copies of A and B: projection_sets)."""
         chosen = list(range(self.n)) if indices is None else list(indices)
-        per_set = 4 * (2 * self.M * self.N + self.M * self.K + self.K * self.N)
-        group = max(1, PROJECTION_BYTES // per_set)
         with torch.cuda.stream(self.h.stream):
-            x = torch.randn(self.N, 1, device="cuda", generator=self.gen)
-            xx = x * x
-            rows = torch.empty(len(chosen), dtype=torch.int32, device="cuda")  # rows beyond the tolerance, per set
-            nans = torch.empty(len(chosen), dtype=torch.bool, device="cuda")  # any NaN output, per set
-            for pos, lo, hi in contiguous_runs(chosen, group):
-                C = self.C[lo:hi]
-                c = C.float()
-                got = c @ x
-                want = self.A[lo:hi].float() @ (self.B[lo:hi].float() @ x)
-                # each element may be off by the correctness contract's elementwise bound (tolerance.py);
-                # with those errors of random sign, the projection's error is within a few sigma of this
-                rms = (c * c).mean(dim=(1, 2), keepdim=True).sqrt()
-                allowed = c.abs().mul_(ELEM_RTOL).add_(ELEM_ATOL_RMS * rms)  # ELEM_RTOL |c| + ELEM_ATOL_RMS rms
-                sigma = (allowed.mul_(allowed) @ xx).sqrt()
-                del allowed
-                bad = ~((got - want).abs() <= PROJECTION_SIGMAS * sigma)  # NaN counts as bad
-                bad |= ~torch.isfinite(c).all(dim=2, keepdim=True)  # so does Inf, which would widen sigma
-                rows[pos:pos + hi - lo] = bad.flatten(1).sum(dim=1)
-                nans[pos:pos + hi - lo] = torch.isnan(C).flatten(1).any(dim=1)
+            x = torch.randn(self.N, device="cuda", generator=self.gen).half()
+            rows, nans = projection_sets(self.A, self.B, self.C, chosen, x)
         return Projection(chosen, rows, nans)
 
     def verdict_to_host(self, p: Projection) -> Callable[[], str | None]:
