@@ -59,10 +59,15 @@ def carry_options(parent: Candidate, child: Candidate) -> Candidate:
 
 
 def _step(family: Family, params: dict, rng: random.Random, *, genes_to_change: int) -> dict:
-    genes = encode(family, params)
-    for i in rng.sample(range(len(genes)), genes_to_change):
-        genes[i] += rng.choice((-1, 1))
-    return decode(family, genes)
+    """`genes_to_change` parameters, each to a neighbouring value among those the rest of the genome
+    allows (`Family.values_for`: hopper's BM is 64, 128 or 256 for plain tiles and any multiple of 8 for
+    transposed ones, so a plain 128 steps to 64 or 256, not to 120 or 136). Repair follows."""
+    params = dict(family.complete(params))
+    for key in rng.sample(list(family.space), genes_to_change):
+        values = family.values_for(key, params)
+        here = values.index(params[key]) if params[key] in values else 0
+        params[key] = values[max(0, min(here + rng.choice((-1, 1)), len(values) - 1))]
+    return params
 
 
 @dataclass(frozen=True)

@@ -354,11 +354,38 @@ def test_transposed_products_take_tiles_of_any_multiple_of_8_rows_where_they_pad
 
 @pytest.mark.parametrize("change", [
     dict(BM=136, BN=128), dict(BM=8, BN=128, SPLIT_K=4), dict(BM=88, BN=256, TAIL_SPLIT=4),
-    dict(BM=200, BN=64, CONSUMERS=1), dict(BM=24, BN=64, CONSUMERS=1, CTAS_PER_SM=2)])
+    dict(BM=200, BN=64, CONSUMERS=1), dict(BM=24, BN=64, CONSUMERS=1, CTAS_PER_SM=2), dict(BM=40, BN=128)])
 def test_transposed_products_compile_without_spills(change, compiler):
-    """Every kind of transposed tile compiles for sm_90a with no local-memory spills (ptxas's report)."""
+    """Every kind of transposed tile compiles for sm_90a with no local-memory spills and no serialized
+    wgmma (ptxas's report; 40-row tiles were serialized while the epilogue converted single values)."""
     fam = FAMILIES["hopper"]
     params = fam.complete(dict(fam.default, SWAP_AB=1, STAGES=4, **change))
     result = compiler.compile(fam.render(params))
     assert result.ok, result.log
     assert result.resources is not None and result.resources.spill_stores == 0 and result.resources.spill_loads == 0
+    assert "C7514" not in result.log  # the epilogue reads no accumulator while a wgmma may still write it
+
+
+def test_the_compile_log_keeps_ptxas_performance_warnings():
+    """ptxas prints its wgmma serialization warning as an "info" line; the trimmed log keeps it (a repair
+    prompt and the tests read it) and drops the resource lines."""
+    from evo.evaluation.compiler import trim_log
+    log = ("ptxas info    : Used 168 registers, used 16 barriers\n"
+           "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized\n"
+           "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n")
+    assert trim_log(log, "k.cu").splitlines() == [
+        "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized"]
+
+
+def test_mutating_tile_rows_steps_among_the_values_the_tile_kind_takes():
+    """BM holds every multiple of 8 for transposed tiles but only 64, 128, 256 for plain ones: a plain
+    tile's BM step reaches 64 or 256 (a step to 120 or 136 was mostly repaired back to the parent),
+    a transposed tile's steps by 8."""
+    from evo.mutators.structural import OPERATORS
+    fam, rng = FAMILIES["hopper"], random.Random(2)
+    plain = fam.candidate(dict(fam.default, BM=64, BN=128, CONSUMERS=1, STAGES=5))
+    rows = {(c.params["BM"], c.params["SWAP_AB"]) for c in (OPERATORS["mutate_one"].apply([plain], rng)
+                                                              for _ in range(300))}
+    assert (128, 0) in rows and all(bm in (64, 128, 256) for bm, swap in rows if not swap)
+    assert fam.values_for("BM", dict(fam.default, SWAP_AB=1))[:3] == (8, 16, 24)
+    assert fam.values_for("BM", fam.default) == (64, 128, 256) and fam.values_for("BN", fam.default) == fam.space["BN"]

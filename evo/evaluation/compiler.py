@@ -73,7 +73,10 @@ def parse_ptxas(log: str, entry: str = "hgemm") -> Resources:
 def trim_log(log: str, source_name: str) -> str:
     """Keep what a person (or a repair prompt) needs: errors first, no temp paths, bounded size."""
     log = log.replace(source_name, "kernel.cu")
-    lines = [ln for ln in log.splitlines() if not ln.startswith("ptxas info") and not re.match(r"\s+\d+ bytes", ln)]
+    # ptxas's resource lines go (parse_ptxas keeps their numbers); its performance warnings stay, though
+    # printed as "ptxas info" (C7514: wgmma serialized because other instructions read its accumulators)
+    lines = [ln for ln in log.splitlines()
+             if (not ln.startswith("ptxas info") or "Performance Loss" in ln) and not re.match(r"\s+\d+ bytes", ln)]
     errors = [ln for ln in lines if "error" in ln.lower()]
     text = "\n".join(errors + [ln for ln in lines if ln not in errors]) if errors else "\n".join(lines)
     return text if len(text) <= MAX_LOG_CHARS else text[:MAX_LOG_CHARS] + "\n[... trimmed]"

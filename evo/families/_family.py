@@ -41,6 +41,14 @@ class Family:
     #: large to filter (default: the whole space)
     _subspaces: Callable[[dict[str, tuple[int, ...]]], list[dict[str, tuple[int, ...]]]] | None = field(
         default=None, repr=False)
+    #: a gene's values that the rest of `params` allows (default: its whole range), for neighbour steps
+    _values_for: Callable[[str, Params], tuple[int, ...] | None] | None = field(default=None, repr=False)
+
+    def values_for(self, key: str, params: Params) -> tuple[int, ...]:
+        """The values of gene `key` that can be valid beside the other genes of `params` (a mutation's
+        neighbours are taken among these)."""
+        narrowed = self._values_for(key, self.complete(params)) if self._values_for else None
+        return narrowed or self.space[key]
 
     def complete(self, params: Params) -> Params:
         """`params` with every missing later gene at its value from before the gene existed."""

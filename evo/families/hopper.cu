@@ -420,10 +420,13 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                         if (chunk * 8 + nb >= BM / 8) break;
                         const float* v = acc + mt * (WG_N / 2) + (chunk * 8 + nb) * 4;
                         const int r = nb * 8 + (lane % 4) * 2, c = warp * 16 + lane / 4;  // (row, col) in the chunk
-                        stage_c[r * C_STRIDE + c] = __float2half_rn(v[0]);
-                        stage_c[(r + 1) * C_STRIDE + c] = __float2half_rn(v[1]);
-                        stage_c[r * C_STRIDE + c + 8] = __float2half_rn(v[2]);
-                        stage_c[(r + 1) * C_STRIDE + c + 8] = __float2half_rn(v[3]);
+                        // converted in pairs: single conversions reading accumulators made ptxas
+                        // serialize the wgmma of many tiles of fewer than 120 rows (warning C7514)
+                        const half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
+                        stage_c[r * C_STRIDE + c] = __low2half(lo);
+                        stage_c[(r + 1) * C_STRIDE + c] = __high2half(lo);
+                        stage_c[r * C_STRIDE + c + 8] = __low2half(hi);
+                        stage_c[(r + 1) * C_STRIDE + c + 8] = __high2half(hi);
                     }
                     consumer_sync(consumer);
                     #pragma unroll

@@ -255,8 +255,8 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
 
 
 def swapped_rows(M: int) -> list[int]:
-    """Tile rows for a transposed product (SWAP_AB=1) on M rows: M in 1-3 nearly equal tiles more than
-    the fewest, rounded up to 8, where that pads M at least 3% less than the plain product's 64-row
+    """Tile rows for a transposed product (SWAP_AB=1) on M rows: M in the fewest tiles of at most 256
+    rows, or 1-2 more, of nearly equal parts rounded up to 8, where that pads M at least 3% less than the plain product's 64-row
     tiles do (elsewhere the plain tiles lose nothing to padding and win on a simpler epilogue)."""
     plain_padding = M / (-(-M // 64) * 64)
     rows = []
@@ -284,4 +284,5 @@ HOPPER = Family(
     _suggest=_suggest,
     later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0},
     _subspaces=_subspaces,
+    _values_for=lambda key, p: (SWAPPED_BM if p["SWAP_AB"] else PLAIN_BM) if key == "BM" else None,
 )

@@ -13,9 +13,11 @@ __device__ __forceinline__ void red_add_v2(float* addr, float a, float b) {  // 
 // Every participating thread passes its COUNT accumulators; returns true in the CTA that arrives
 // last of the `parts` CTAs sharing workspace slot `slot`, whose `acc` then holds the sum over all parts. SPLITK_SYNC() must be a barrier
 // over exactly the `nthreads` participating threads.
-// Accumulators 2p and 2p+1 are neighbours in one row of C (both fragment layouts), so they travel as
-// one pair; `inside(i)` says whether accumulator i maps to an element of C (tiles overhanging M or N
-// skip the atomics for their padding).
+// Accumulators 2p and 2p+1 are neighbours in C (one row in both fragment layouts; one column in
+// hopper's transposed product), so they travel as one pair; `inside(i)` says whether accumulator i
+// maps to an element of C (tiles overhanging M or N skip the atomics for their padding). Where only
+// the first of a pair is inside, the second's padding value (zero: TMA fills rows beyond M with
+// zeros) goes into this slot's own workspace and is never stored.
 template <int COUNT, typename Inside>
 __device__ __forceinline__ bool splitk_reduce(float* acc, int slot, int parts, int tid, int nthreads, int* flag,
                                               Inside inside) {

@@ -59,10 +59,19 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
     r = resources
     row += [math.log2(r.registers + 1) if r else 0.0, math.log2(r.spill_stores + 1) if r else 0.0,
             1.0 if r else 0.0]
-    return row + _option_features(_options(cand.source), d.get("STAGES", 0), k_steps)
+    return row + _option_features(_options(cand.source), d.get("STAGES", 0), k_steps) + [float(_swapped(cand.source))]
 
 
 _TAIL = re.compile(r"^\s*#define\s+TAIL_SPLIT\s+(\d+)\b", re.M)
+_SWAP = re.compile(r"^\s*#define\s+SWAP_AB\s+1\b", re.M)
+
+
+@lru_cache(maxsize=1024)
+def _swapped(source: str) -> bool:
+    """Whether a hopper source runs the product transposed (SWAP_AB). The last feature: the shipped
+    prior's measurements predate the gene, so its column there is constant (weight 0) until a run
+    measures transposed kernels."""
+    return _SWAP.search(source) is not None
 
 
 @lru_cache(maxsize=1024)
