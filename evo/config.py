@@ -180,6 +180,7 @@ class EvoConfig:
     compare: CompareConfig = field(default_factory=CompareConfig)
     family: Optional[str] = None  # evo sweep: the family to sweep (default: all)
     kernels: list[str] = field(default_factory=list)  # evo bench: .cu files to time beside the libraries
+    kernels_of: Optional[str] = None  # evo bench: an archive whose per-shape best kernels are timed, each on its shape
 
 
 GROUPS = {"shapes": ShapesConfig, "search": SearchConfig, "islands": IslandsConfig, "mutator": MutatorConfig,

@@ -99,3 +99,23 @@ def test_multirun_range_and_choice_sweeps_are_expanded_and_checked(tmp_path):
 def test_hot_mode_is_refused_as_the_fitness():
     out = evo("run", "evaluator.mode=hot", "--cfg", "job")
     assert out.returncode == 2 and "evaluator.modes=[rotating,hot]" in out.stderr
+
+
+def test_bench_times_an_archives_per_shape_bests_each_on_its_own_shape(tmp_path):
+    """`evo bench kernels_of=ARCHIVE`: the sweep's winners, each timed on its shape beside the libraries,
+    with their rate, roofline fraction, the SM clock and the ratio to the best library (here modelled)."""
+    sweep = evo("-q", "sweep", "evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,257x2048x1024]",
+                "sweep.budget=3", "sweep.sample=shortlist", f"archive.path={tmp_path / 's.sqlite'}")
+    assert sweep.returncode == 0, sweep.stderr[-2000:]
+    out = evo("-q", "bench", f"kernels_of={tmp_path / 's.sqlite'}", "evaluator=simulated",
+              "shapes=inline", "shapes.list=[4096x4096x4096]", f"archive.path={tmp_path / 'b.sqlite'}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "elite_us" in out.stdout and "MHz" in out.stdout and "4096" not in out.stdout  # the archive's shapes
+    assert "geomean best library time / elite time" in out.stdout and "over 2 rows" in out.stdout
+    a = Archive.open(tmp_path / "b.sqlite", create=False, readonly=True)
+    rows = a.get_state(a.last_run()["id"], "bench_rows")
+    a.close()
+    assert sorted((r["M"], r["N"]) for r in rows) == [(64, 64), (257, 2048)]
+    assert all(r["kernel_elite_ms"] and r["elite_kernel"] for r in rows)
+    missing = evo("-q", "bench", f"kernels_of={tmp_path / 'none.sqlite'}", "evaluator=simulated")
+    assert missing.returncode != 0 and "is not a file" in missing.stderr

@@ -50,8 +50,11 @@ HELP = {
         "Time torch.matmul, cuBLASLt (heuristic and autotuned) and any given kernels side by side on a shape "
         "set, with the roofline floor from the peaks measured at start.",
         (("shapes=NAME", "shape set"), ("kernels=[a.cu,b.cu]", "kernel files to time beside the libraries"),
+         ("kernels_of=ARCHIVE", "an archive's per-shape best kernels, each on its own shape (the shape set: "
+                                "the archive's shapes)"),
          ("evaluator.modes=[rotating,hot,server]", "timing modes")),
-        ("evo bench shapes=grid125",)),
+        ("evo bench shapes=grid125",
+         "evo bench kernels_of=runs/llama.sqlite evaluator.replays=10 evaluator.target_replay_ms=100  # sustained clocks")),
     "sweep": CommandHelp(
         "Evaluate the seed families' configurations on a shape set: each family's shortlist, a seeded random "
         "sample, or the whole genome; the baseline a search must beat at equal budget.",

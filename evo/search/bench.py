@@ -2,7 +2,10 @@
 
 Every number in the table comes from one worker session on one GPU per shape: torch.matmul,
 cuBLASLt heuristic and autotuned, and the given kernels, on the same buffers, in the same mode;
-the roofline floor is computed from the peak rate and bandwidth measured at start.
+the roofline floor is computed from the peak rate and bandwidth measured at start. With
+`kernels_of=ARCHIVE` the kernels are an archive's per-shape bests, each timed on its own shape (the
+shape set is then the archive's): with long replays (`evaluator.target_replay_ms=100`) that gives a
+search's or a sweep's winners at sustained clocks, with the SM clock read during their timings.
 """
 from __future__ import annotations
 
@@ -35,8 +38,12 @@ def load_kernels(paths: list[str]) -> list[Candidate]:
     return out
 
 
+ELITE = "elite"  # the column of an archive's per-shape best kernels (kernels_of)
+
+
 def run_bench(c: EvoConfig, raw=None) -> list[dict]:
-    shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
+    elite = archive_bests(c.kernels_of) if c.kernels_of else {}
+    shapes = sorted(elite) if elite else build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     kernels = load_kernels(c.kernels)
     rows = []
     with recorded_session(c, kind="bench", raw_config=as_dict(raw, fallback=c)) as s:
@@ -52,9 +59,10 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
             progress.update(note=str(shape))
         progress.close()
         kernel_times = {}
-        if kernels:
-            progress = Progress(len(kernels) * len(shapes), "kernels", enabled=c.search.progress)
-            for e in ev.evaluate([(k, shape) for k in kernels for shape in shapes], measure_libraries=False):
+        pairs = [(k, shape) for k in kernels for shape in shapes] + [(k, shape) for shape, k in elite.items()]
+        if pairs:
+            progress = Progress(len(pairs), "kernels", enabled=c.search.progress)
+            for e in ev.evaluate(pairs, measure_libraries=False):
                 kernel_times[(e.kernel_id, e.shape)] = e
                 progress.update(note=f"{e.shape} {e.status}")
             progress.close()
@@ -68,14 +76,21 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
                     row[f"{lib}_ms"] = r.timing.median_ms if r and r.timing else None
                     if r and r.status != "ok":
                         row[f"{lib}_error"] = r.error
-                for k in kernels:
+                clocks = [r.timing.clock_mhz for r in libs.get(shape, {}).values()
+                          if r.mode == mode and r.timing and r.timing.clock_mhz]
+                named = [(k.params["file"], k) for k in kernels] + ([(ELITE, elite[shape])] if shape in elite else [])
+                for name, k in named:
                     ke = kernel_times.get((k.id, shape))
                     t = next((x for x in ke.timings if x.mode == mode), None) if ke else None
-                    row[f"kernel_{k.params['file']}_ms"] = t.median_ms if t and ke and ke.ok else None
-                    row[f"kernel_{k.params['file']}_status"] = str(ke.status) if ke else "missing"
+                    row[f"kernel_{name}_ms"] = t.median_ms if t and ke and ke.ok else None
+                    row[f"kernel_{name}_status"] = str(ke.status) if ke else "missing"
+                    clocks += [t.clock_mhz] if t and t.clock_mhz else []
+                if shape in elite:
+                    row["elite_kernel"] = elite[shape].id
+                row["clock_mhz"] = sum(clocks) / len(clocks) if clocks else None  # mean SM clock of the row's timings
                 rows.append(row)
         note = simulated_note(c.evaluator.backend)
-        table = format_bench(rows, c.evaluator.libraries, [k.params["file"] for k in kernels])
+        table = format_bench(rows, c.evaluator.libraries, [k.params["file"] for k in kernels] + ([ELITE] if elite else []))
         log.info((note + "\n" if note else "") + table, extra=RESULT)
         s.archive.put_state(s.run_id, "bench_rows", rows)
     return rows
@@ -84,21 +99,24 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
 def format_bench(rows: list[dict], libraries: list[str], kernels: list[str]) -> str:
     """The bench table: per shape and mode, the roofline floor, each library's time, rate and
     roofline fraction, and each given kernel's time and speedup over the best library."""
-    headers = ["M", "N", "K", "mode", "GFLOP", "floor_us"]
+    headers = ["M", "N", "K", "mode", "GFLOP", "floor_us", "MHz"]
     for lib in libraries:
         headers += [f"{LIB_SHORT[lib]}_us", "TF/s", "roof"]
     for k in kernels:
-        headers += [f"{k[:14]}_us", "vs_best"]
+        headers += [f"{k[:14]}_us", "TF/s", "roof", "vs_best"]
     table = []
     for r in rows:
-        line = [r["M"], r["N"], r["K"], r["mode"], f"{r['gflop']:.2f}", f"{r['floor_ms'] * 1e3:.2f}"]
+        clock = r.get("clock_mhz")
+        line = [r["M"], r["N"], r["K"], r["mode"], f"{r['gflop']:.2f}", f"{r['floor_ms'] * 1e3:.2f}",
+                f"{clock:.0f}" if clock else "-"]
         for lib in libraries:
             ms = r.get(f"{lib}_ms")
             line += [f"{ms * 1e3:.2f}", f"{r['gflop'] / ms:.0f}", f"{r['floor_ms'] / ms:.2f}"] if ms else ["error", "", ""]
         best = min((r[f"{lib}_ms"] for lib in libraries if r.get(f"{lib}_ms")), default=None)
         for k in kernels:
             ms = r.get(f"kernel_{k}_ms")
-            line += [f"{ms * 1e3:.2f}", f"{best / ms:.3f}"] if ms and best else [r.get(f"kernel_{k}_status", ""), ""]
+            line += ([f"{ms * 1e3:.2f}", f"{r['gflop'] / ms:.0f}", f"{r['floor_ms'] / ms:.2f}",
+                      f"{best / ms:.3f}" if best else ""] if ms else [r.get(f"kernel_{k}_status", ""), "", "", ""])
         table.append(line)
     text = tabulate(table, headers=headers, disable_numparse=True, stralign="right")
     for lib in libraries[1:]:
@@ -106,4 +124,18 @@ def format_bench(rows: list[dict], libraries: list[str], kernels: list[str]) -> 
         if ratios and "torch" in libraries:
             text += (f"\ngeomean torch_time / {lib}_time = {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} "
                      f"over {len(ratios)} rows")
+    for k in kernels:
+        ratios = [min(r[f"{lib}_ms"] for lib in libraries if r.get(f"{lib}_ms")) / r[f"kernel_{k}_ms"] for r in rows
+                  if r.get(f"kernel_{k}_ms") and any(r.get(f"{lib}_ms") for lib in libraries)]
+        if ratios:
+            text += (f"\ngeomean best library time / {k} time = "
+                     f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} over {len(ratios)} rows")
     return text
+
+
+def archive_bests(path: str) -> dict:
+    """An archive's per-shape best kernels (its last run's), for `kernels_of`."""
+    from evo.search.retime import bests
+    if not Path(path).is_file():
+        raise ConfigError(f"kernels_of: {path} is not a file (give an evo archive)")
+    return bests(Path(path))

@@ -21,6 +21,7 @@ from pathlib import Path
 from evo.archive import Archive
 from evo.archive.queries import elites, kernel_source, run_timings
 from evo.config import EvoConfig
+from evo.core.errors import ArchiveError
 from evo.core.kernel import Candidate
 from evo.core.shapes import Shape
 from evo.search.session import recorded_session
@@ -35,7 +36,8 @@ def bests(path: Path) -> dict[Shape, Candidate]:
     a = Archive.open(path, create=False, readonly=True)
     try:
         run = a.last_run()
-        assert run is not None
+        if run is None:
+            raise ArchiveError(f"{path} holds no run: nothing to take per-shape bests from")
         return {Shape(e["M"], e["N"], e["K"]): Candidate(kernel_source(a, e["kernel_id"]), e["family"],
                                                          e["params_json"] or "{}", e["operator"] or "seed")
                 for e in elites(a, run["id"])}
