@@ -134,8 +134,10 @@ def format_bench(rows: list[dict], libraries: list[str], kernels: list[str]) -> 
 
 
 def archive_bests(path: str) -> dict:
-    """An archive's per-shape best kernels (its last run's), for `kernels_of`."""
+    """An archive's per-shape best kernels (its last run's), for `kernels_of` (`.sqlite.gz` read from a copy)."""
+    from evo.archive.paths import readable_copy
     from evo.search.retime import bests
     if not Path(path).is_file():
-        raise ConfigError(f"kernels_of: {path} is not a file (give an evo archive)")
-    return bests(Path(path))
+        raise ConfigError(f"kernels_of: {path} is not a file (give an evo archive, .sqlite or .sqlite.gz)")
+    with readable_copy(Path(path)) as plain:
+        return bests(plain)

@@ -22,20 +22,16 @@ benchmarks/search/compare_gpu.sh, so that `evo compare` on them measures a prior
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gzip
 import json
 import logging
 import math
-import shutil
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from evo.archive import Archive
+from evo.archive.paths import readable_copy
 from evo.archive.queries import correct_timings
 from evo.core.records import Peaks
 from evo.core.shapes import Shape
@@ -59,7 +55,7 @@ def rows_from_archive(path: str | Path, *, exclude: frozenset[Shape] = frozenset
     """(key, kernel, shape, log(time / roofline floor)) of every correct evaluation in an archive
     (the best time of each kernel on each shape), shapes in `exclude` and GPUs without measured
     peaks left out. A gzipped archive (`.sqlite.gz`, as benchmarks/ keeps them) is read from a copy."""
-    with _readable(Path(path)) as plain:
+    with readable_copy(Path(path)) as plain:
         archive = Archive.open(plain, create=False, readonly=True)
         try:
             found = correct_timings(archive)
@@ -74,18 +70,6 @@ def rows_from_archive(path: str | Path, *, exclude: frozenset[Shape] = frozenset
         out.append((f"{r['kernel_id']}|{shape}", ArchivedKernel(r["kernel_id"], r["source"], r["family"]), shape,
                     math.log(r["time_ms"] / floor)))
     return out
-
-
-@contextlib.contextmanager
-def _readable(path: Path) -> Iterator[Path]:
-    if path.suffix != ".gz":
-        yield path
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        plain = Path(tmp) / path.stem
-        with gzip.open(path) as src, open(plain, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        yield plain
 
 
 def fit_rows(rows: list[tuple[str, ArchivedKernel, Shape, float]], *, num_sms: int = 132) -> CostModel:
