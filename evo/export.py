@@ -50,7 +50,11 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
     run = q.resolve_run(a, run_id)
     rows = q.elites(a, run["id"])
     if not rows:
-        raise EvoError(f"run {run['id']} of {archive_path} has no correct kernel to export yet")
+        # a bench (or a run that found nothing) can be the last run of a search's archive: name the run to take
+        others = [r["id"] for r in a.runs() if r["id"] != run["id"] and q.elites(a, r["id"])]
+        hint = f"; run {others[-1]} has: evo export {archive_path} --run {others[-1]}" if others else ""
+        raise EvoError(f"run {run['id']} ({run.get('kind') or 'run'}) of {archive_path} has no correct kernel "
+                       f"to export{hint}")
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     compiler = None

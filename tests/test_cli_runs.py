@@ -123,3 +123,14 @@ def test_bench_times_an_archives_per_shape_bests_each_on_its_own_shape(tmp_path)
     assert all(r["kernel_elite_ms"] and r["elite_kernel"] for r in rows)
     missing = evo("-q", "bench", f"kernels_of={tmp_path / 'none.sqlite'}", "evaluator=simulated")
     assert missing.returncode != 0 and "is not a file" in missing.stderr
+
+
+def test_export_names_the_run_to_take_when_the_last_one_has_no_kernel(tmp_path):
+    """A bench recorded into a sweep's archive becomes its last run: export says which run has kernels."""
+    path = tmp_path / "s.sqlite"
+    assert evo("-q", "sweep", "evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64]", "sweep.budget=2",
+               "sweep.sample=shortlist", f"archive.path={path}").returncode == 0
+    assert evo("-q", "bench", "evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64]",
+               f"archive.path={path}").returncode == 0
+    out = evo("export", str(path), "--no-cubins", "--out", str(tmp_path / "exported"))
+    assert out.returncode != 0 and "run 2 (bench)" in out.stderr and "--run 1" in out.stderr, out.stderr

@@ -53,8 +53,9 @@ HELP = {
          ("kernels_of=ARCHIVE", "an archive's per-shape best kernels, each on its own shape (the shape set: "
                                 "the archive's shapes)"),
          ("evaluator.modes=[rotating,hot,server]", "timing modes")),
-        ("evo bench shapes=grid125",
-         "evo bench kernels_of=runs/llama.sqlite evaluator.replays=10 evaluator.target_replay_ms=100  # sustained clocks")),
+        ("evo bench shapes=grid125 archive.path=runs/bench.sqlite",
+         "evo bench kernels_of=runs/llama.sqlite evaluator.replays=10 evaluator.target_replay_ms=100 "
+         "archive.path=runs/bench.sqlite  # sustained clocks")),
     "sweep": CommandHelp(
         "Evaluate the seed families' configurations on a shape set: each family's shortlist, a seeded random "
         "sample, or the whole genome; the baseline a search must beat at equal budget.",
