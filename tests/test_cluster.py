@@ -321,3 +321,15 @@ def test_a_batch_cluster_is_refused_where_its_submit_command_is_missing(tmp_path
     fake.write_text("#!/bin/sh\n")
     fake.chmod(0o755)
     check_submit({"kind": "slurm", "jobs": 1, "options": {}})  # found: no error
+
+
+def test_a_missing_cluster_description_points_at_the_installed_example(tmp_path):
+    """Outside the checkout `conf/cluster/slurm.yaml` does not exist: the error names the copy installed with evo."""
+    from pathlib import Path
+
+    from evo.core.errors import ConfigError
+    from evo.evaluation.jobqueue import read_spec
+    with pytest.raises(ConfigError) as info:
+        read_spec(tmp_path / "slurm.yaml")
+    example = str(info.value).rsplit(": ", 1)[1].rstrip(")")
+    assert Path(example).is_file() and read_spec(example)["kind"] == "slurm"

@@ -26,7 +26,9 @@ def read_spec(path: str | Path) -> dict:
     from omegaconf import OmegaConf
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"{p}: no such cluster description (see conf/cluster/slurm.yaml)")
+        from importlib import resources
+        example = resources.files("evo.conf").joinpath("cluster", "slurm.yaml")
+        raise ConfigError(f"{p}: no such cluster description (copy and edit the example installed with evo: {example})")
     spec = OmegaConf.to_container(OmegaConf.load(p), resolve=True)
     if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
         raise ConfigError(f"{p}: `kind` must be one of {', '.join(KINDS)}")
