@@ -51,3 +51,11 @@ def test_buckets_cover_the_grid():
 def test_log_cells_group_neighbouring_shapes():
     assert log_cell(Shape(77, 4096, 4096)) == log_cell(Shape(100, 4096, 4096))
     assert log_cell(Shape(77, 4096, 4096)) != log_cell(Shape(333, 4096, 4096))
+
+
+def test_the_bucket_tables_median_roofline_is_the_median():
+    """Of an even count, the mean of the middle two (it was the upper one)."""
+    from evo.core.shapes import Shape
+    from evo.core.summary import bucket_table
+    best = {Shape(64, 64, 64 * i): {"speedup": 1.0, "roofline_fraction": f} for i, f in enumerate((0.2, 0.4, 0.6, 0.8), 1)}
+    assert next(r for r in bucket_table(best) if r["bucket"] == "all")["median_roofline"] == pytest.approx(0.5)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 
 from evo.core.shapes import BUCKETS, Shape
 
@@ -29,5 +30,6 @@ def bucket_table(best: dict[Shape, dict]) -> list[dict]:
 
 
 def _median(values: list) -> float | None:
-    values = sorted(v for v in values if v)
-    return values[len(values) // 2] if values else None
+    """The median of the known values (the mean of the middle two for an even count), or None."""
+    known = [v for v in values if v]
+    return statistics.median(known) if known else None
