@@ -139,6 +139,22 @@ __device__ __forceinline__ void consumer_sync(int consumer) {
     asm volatile("bar.sync %0, 128;" :: "r"(2 + consumer) : "memory");
 }
 
+// The epilogue's second half: once a consumer has written a 64x64 chunk of C into its padded tile,
+// its 128 threads store the chunk's first `rows` rows (fewer only in a transposed tile's last chunk)
+// at (row0, col0) of C as 16-byte row pieces; the barriers keep the tile from being rewritten early.
+__device__ __forceinline__ void store_chunk(const half* stage_c, half* C, int row0, int col0, int rows, int M, int N,
+                                            int consumer, int tid_in_wg) {
+    consumer_sync(consumer);
+    #pragma unroll
+    for (int pass = 0; pass < 4; ++pass) {
+        const int r = pass * 16 + tid_in_wg / 8, c = (tid_in_wg % 8) * 8;
+        const int row = row0 + r, col = col0 + c;
+        if (r < rows && row < M && col < N)  // N % 8 == 0: a piece is wholly inside or outside
+            *reinterpret_cast<uint4*>(C + (size_t)row * N + col) = *reinterpret_cast<const uint4*>(stage_c + r * C_STRIDE + c);
+    }
+    consumer_sync(consumer);
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wgmma_wait() {
@@ -428,16 +444,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                         stage_c[r * C_STRIDE + c + 8] = __low2half(hi);
                         stage_c[(r + 1) * C_STRIDE + c + 8] = __high2half(hi);
                     }
-                    consumer_sync(consumer);
-                    #pragma unroll
-                    for (int pass = 0; pass < 4; ++pass) {
-                        const int r = pass * 16 + tid_in_wg / 8, c = (tid_in_wg % 8) * 8;
-                        const int row = w.m0 + chunk * 64 + r, col = col0 + c;
-                        if (chunk * 64 + r < BM && row < M && col < N)  // N % 8 == 0: a chunk is wholly in or out
-                            *reinterpret_cast<uint4*>(C + (size_t)row * N + col) =
-                                *reinterpret_cast<const uint4*>(stage_c + r * C_STRIDE + c);
-                    }
-                    consumer_sync(consumer);
+                    store_chunk(stage_c, C, w.m0 + chunk * 64, col0, BM - chunk * 64, M, N, consumer, tid_in_wg);
                 }
             }
 #else
@@ -453,16 +460,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                         *reinterpret_cast<half2*>(stage_c + r * C_STRIDE + c) = __floats2half2_rn(v[0], v[1]);
                         *reinterpret_cast<half2*>(stage_c + (r + 8) * C_STRIDE + c) = __floats2half2_rn(v[2], v[3]);
                     }
-                    consumer_sync(consumer);
-                    #pragma unroll
-                    for (int pass = 0; pass < 4; ++pass) {
-                        const int r = pass * 16 + tid_in_wg / 8, c = (tid_in_wg % 8) * 8;
-                        const int row = row0 + r, col = w.n0 + chunk * 64 + c;
-                        if (row < M && col < N)  // N % 8 == 0: a chunk is wholly inside or outside
-                            *reinterpret_cast<uint4*>(C + (size_t)row * N + col) =
-                                *reinterpret_cast<const uint4*>(stage_c + r * C_STRIDE + c);
-                    }
-                    consumer_sync(consumer);
+                    store_chunk(stage_c, C, row0, w.n0 + chunk * 64, 64, M, N, consumer, tid_in_wg);
                 }
             }
 #endif
