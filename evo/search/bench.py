@@ -112,7 +112,7 @@ def format_bench(rows: list[dict], libraries: list[str], kernels: list[str]) -> 
         for lib in libraries:
             ms = r.get(f"{lib}_ms")
             line += [f"{ms * 1e3:.2f}", f"{r['gflop'] / ms:.0f}", f"{r['floor_ms'] / ms:.2f}"] if ms else ["error", "", ""]
-        best = min((r[f"{lib}_ms"] for lib in libraries if r.get(f"{lib}_ms")), default=None)
+        best = _best_library_ms(r, libraries)
         for k in kernels:
             ms = r.get(f"kernel_{k}_ms")
             line += ([f"{ms * 1e3:.2f}", f"{r['gflop'] / ms:.0f}", f"{r['floor_ms'] / ms:.2f}",
@@ -125,12 +125,17 @@ def format_bench(rows: list[dict], libraries: list[str], kernels: list[str]) -> 
             text += (f"\ngeomean torch_time / {lib}_time = {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} "
                      f"over {len(ratios)} rows")
     for k in kernels:
-        ratios = [min(r[f"{lib}_ms"] for lib in libraries if r.get(f"{lib}_ms")) / r[f"kernel_{k}_ms"] for r in rows
-                  if r.get(f"kernel_{k}_ms") and any(r.get(f"{lib}_ms") for lib in libraries)]
+        ratios = [lib_ms / r[f"kernel_{k}_ms"] for r in rows
+                  if r.get(f"kernel_{k}_ms") and (lib_ms := _best_library_ms(r, libraries))]
         if ratios:
             text += (f"\ngeomean best library time / {k} time = "
                      f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} over {len(ratios)} rows")
     return text
+
+
+def _best_library_ms(row: dict, libraries: list[str]) -> float | None:
+    """The fastest library time of a bench row (None where no library gave one)."""
+    return min((row[f"{lib}_ms"] for lib in libraries if row.get(f"{lib}_ms")), default=None)
 
 
 def archive_bests(path: str) -> dict:
