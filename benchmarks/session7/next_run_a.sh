@@ -2,29 +2,15 @@
 # Prepared at the end of the seventh session for the next GPU session (NEXT.md items 0 and 1), on the
 # two-H200 machine, about 10 minutes; nothing hostile runs beside the timings:
 #  GPU 0: llm_layers at 16 picks with the transposed epilogue fixed after the seventh session's runs
-#         (same settings as run_b.sh), then `evo archive elites --params` and the SASS-free summary;
+#         (same settings as run_b.sh: benchmarks/device_common.sh's shortlist_sweep);
 #  GPU 1: the hopper coverage check (correctness of the fixed epilogue on every shape; ~3 minutes),
 #         then grid125's run_b winners at sustained clocks: evo bench kernels_of=... with 5 replays of
 #         100 ms and one draw per kernel (~6 minutes; the MHz column is the SM clock during each row).
 #   OUT=/some/folder bash benchmarks/session7/next_run_a.sh
-set -uo pipefail
-OUT=${OUT:?}
-REPO=$PWD
-q() { nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader; }
-{ date -u; q; } | tee "$OUT/gpu.txt"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 PYTHONSAFEPATH=1
-(
-  export CUDA_VISIBLE_DEVICES=0 EVO_CACHE_DIR=/tmp/evo-cache0
-  mkdir -p /tmp/w0 && cd /tmp/w0 && date -u
-  timeout -s INT 560 python3 -m evo sweep shapes=llm_layers sweep.sample=shortlist sweep.budget=16 \
-    evaluator.replays=3 evaluator.target_replay_ms=10 evaluator.draws=2 search.progress=false \
-    archive.path=/tmp/w0/llm_layers.sqlite 2>&1 | tail -30
-  date -u
-  python3 -m evo archive elites --params /tmp/w0/llm_layers.sqlite > "$OUT/llm_layers_per_shape.txt" 2>&1
-  python3 -m evo archive failures /tmp/w0/llm_layers.sqlite > "$OUT/llm_layers_failures.txt" 2>&1
-  gzip -c /tmp/w0/llm_layers.sqlite > "$OUT/llm_layers.sqlite.gz"
-) > "$OUT/llm_layers_sweep.log" 2>&1 &
+. benchmarks/device_common.sh
+device_setup
+export PYTHONSAFEPATH=1
+shortlist_sweep 0 llm_layers 16 560 &
 A=$!
 (
   export CUDA_VISIBLE_DEVICES=1 EVO_CACHE_DIR=/tmp/evo-cache1
@@ -38,5 +24,4 @@ A=$!
 ) > "$OUT/coverage_and_sustained.log" 2>&1 &
 B=$!
 wait $A $B
-{ date -u; q; } | tee -a "$OUT/gpu.txt"
-ls -la "$OUT"
+device_done

@@ -4,25 +4,12 @@
 #         benchmarks/session6/run_c.sh (12 picks, 3 replays of 10 ms, 2 draws), libraries in the same run;
 #  GPU 1: the coverage check of hopper (1000-shape grid, llm_layers, unaligned shapes; shortlist picks
 #         plus EXTRA, which now holds transposed products and tail splits on every shape).
+# (Restated over benchmarks/device_common.sh after the run: the same commands.)
 #   OUT=/some/folder bash benchmarks/session7/run_a.sh
-set -uo pipefail
-OUT=${OUT:?}
-REPO=$PWD
-q() { nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader; }
-{ date -u; q; } | tee "$OUT/gpu.txt"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 PYTHONSAFEPATH=1
-(
-  export CUDA_VISIBLE_DEVICES=0 EVO_CACHE_DIR=/tmp/evo-cache0
-  mkdir -p /tmp/w0 && cd /tmp/w0 && date -u
-  timeout -s INT 500 python3 -m evo sweep shapes=llm_layers sweep.sample=shortlist sweep.budget=12 \
-    evaluator.replays=3 evaluator.target_replay_ms=10 evaluator.draws=2 search.progress=false \
-    archive.path=/tmp/w0/llm_layers.sqlite 2>&1 | tail -30
-  date -u
-  python3 -m evo archive elites --params /tmp/w0/llm_layers.sqlite > "$OUT/llm_layers_per_shape.txt" 2>&1
-  python3 -m evo archive failures /tmp/w0/llm_layers.sqlite > "$OUT/llm_layers_failures.txt" 2>&1
-  gzip -c /tmp/w0/llm_layers.sqlite > "$OUT/llm_layers.sqlite.gz"
-) > "$OUT/llm_layers_sweep.log" 2>&1 &
+. benchmarks/device_common.sh
+device_setup
+export PYTHONSAFEPATH=1
+shortlist_sweep 0 llm_layers 12 500 &
 A=$!
 (
   export CUDA_VISIBLE_DEVICES=1 EVO_CACHE_DIR=/tmp/evo-cache1
@@ -33,5 +20,4 @@ A=$!
 ) > "$OUT/coverage.log" 2>&1 &
 B=$!
 wait $A $B
-{ date -u; q; } | tee -a "$OUT/gpu.txt"
-ls -la "$OUT"
+device_done

@@ -6,14 +6,10 @@
 #         the quick preset cold, cut at 80 s, as benchmarks/session6/run_d.sh measured it;
 #  GPU 1: the coverage check of every family (correctness only, no timing), so that "shapes without a
 #         correct kernel" counts all families together.
+# (Restated over benchmarks/device_common.sh after the run: the same commands.)
 #   OUT=/some/folder bash benchmarks/session7/run_c.sh
-set -uo pipefail
-OUT=${OUT:?}
-REPO=$PWD
-q() { nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader; }
-{ date -u; q; } | tee "$OUT/gpu.txt"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+. benchmarks/device_common.sh
+device_setup
 (
   export CUDA_VISIBLE_DEVICES=0 EVO_CACHE_DIR=/tmp/evo-cache0
   echo "== $(date -u +%H:%M:%S) projection GPU tests"
@@ -42,5 +38,4 @@ A=$!
 ) > "$OUT/coverage.log" 2>&1 &
 B=$!
 wait $A $B
-{ date -u; q; } | tee -a "$OUT/gpu.txt"
-ls -la "$OUT"
+device_done
