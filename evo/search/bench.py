@@ -45,54 +45,73 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
     elite = archive_bests(c.kernels_of) if c.kernels_of else {}
     shapes = sorted(elite) if elite else build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     kernels = load_kernels(c.kernels)
-    rows = []
+    kernel_names = [k.params["file"] for k in kernels] + ([ELITE] if elite else [])
     with recorded_session(c, kind="bench", raw_config=as_dict(raw, fallback=c)) as s:
         ev = s.evaluator
         gpu = ev.devices[0]
         peaks = ev.peaks(gpu.key)
         how = "modelled by the test double" if c.evaluator.backend == "simulated" else "measured"
         log.info(f"device: {gpu.name}  peak {peaks.tflops:.0f} TFLOP/s, copy {peaks.bandwidth_gbs:.0f} GB/s ({how})")
-        progress = Progress(len(shapes), "bench", enabled=c.search.progress)
-        libs = {}
-        for shape, results in ev.measure_libraries(shapes):
-            libs[shape] = {(r.library, r.mode): r for r in results}
-            progress.update(note=str(shape))
-        progress.close()
-        kernel_times = {}
+        libs: dict = {}
+        kernel_times: dict = {}
         pairs = [(k, shape) for k in kernels for shape in shapes] + [(k, shape) for shape, k in elite.items()]
-        if pairs:
-            progress = Progress(len(pairs), "kernels", enabled=c.search.progress)
-            for e in ev.evaluate(pairs, measure_libraries=False):
-                kernel_times[(e.kernel_id, e.shape)] = e
-                progress.update(note=f"{e.shape} {e.status}")
+        try:
+            progress = Progress(len(shapes), "bench", enabled=c.search.progress)
+            for shape, results in ev.measure_libraries(shapes):
+                libs[shape] = {(r.library, r.mode): r for r in results}
+                progress.update(note=str(shape))
             progress.close()
-        for shape in shapes:
-            for mode in c.evaluator.modes:
-                floor = peaks.floor_ms(shape.flops, shape.min_bytes)
-                row = {"M": shape.M, "N": shape.N, "K": shape.K, "mode": mode, "gflop": shape.flops / 1e9,
-                       "bucket": shape.bucket, "floor_ms": floor}
-                for lib in c.evaluator.libraries:
-                    r = libs.get(shape, {}).get((lib, mode))
-                    row[f"{lib}_ms"] = r.timing.median_ms if r and r.timing else None
-                    if r and r.status != "ok":
-                        row[f"{lib}_error"] = r.error
-                clocks = [r.timing.clock_mhz for r in libs.get(shape, {}).values()
-                          if r.mode == mode and r.timing and r.timing.clock_mhz]
-                named = [(k.params["file"], k) for k in kernels] + ([(ELITE, elite[shape])] if shape in elite else [])
-                for name, k in named:
-                    ke = kernel_times.get((k.id, shape))
-                    t = next((x for x in ke.timings if x.mode == mode), None) if ke else None
-                    row[f"kernel_{name}_ms"] = t.median_ms if t and ke and ke.ok else None
-                    row[f"kernel_{name}_status"] = str(ke.status) if ke else "missing"
-                    clocks += [t.clock_mhz] if t and t.clock_mhz else []
-                if shape in elite:
-                    row["elite_kernel"] = elite[shape].id
-                row["clock_mhz"] = sum(clocks) / len(clocks) if clocks else None  # mean SM clock of the row's timings
-                rows.append(row)
-        note = simulated_note(c.evaluator.backend)
-        table = format_bench(rows, c.evaluator.libraries, [k.params["file"] for k in kernels] + ([ELITE] if elite else []))
-        log.info((note + "\n" if note else "") + table, extra=RESULT)
+            if pairs:
+                progress = Progress(len(pairs), "kernels", enabled=c.search.progress)
+                for e in ev.evaluate(pairs, measure_libraries=False):
+                    kernel_times[(e.kernel_id, e.shape)] = e
+                    progress.update(note=f"{e.shape} {e.status}")
+                progress.close()
+            interrupted = False
+        except KeyboardInterrupt:  # what was timed before the interruption is still shown, then the run stops
+            interrupted = True
+        timed = [shape for shape in shapes if shape in libs] if interrupted else shapes
+        rows = bench_rows(c, timed, peaks, libs, kernels, elite, kernel_times)
+        notes = [simulated_note(c.evaluator.backend)]
+        if interrupted:
+            notes.append(f"interrupted: the {len(timed)} of {len(shapes)} shapes whose libraries were timed, "
+                         f"with {len(kernel_times)} of {len(pairs)} kernel timings")
+        log.info("".join(n + "\n" for n in notes if n) + format_bench(rows, c.evaluator.libraries, kernel_names),
+                 extra=RESULT)
         s.archive.put_state(s.run_id, "bench_rows", rows)
+        if interrupted:
+            raise KeyboardInterrupt
+    return rows
+
+
+def bench_rows(c: EvoConfig, shapes: list, peaks, libs: dict, kernels: list[Candidate],
+               elite: dict, kernel_times: dict) -> list[dict]:
+    """One row per shape and mode: the roofline floor, each library's time (or error), each given
+    kernel's time and status, and the mean SM clock of the row's timings."""
+    rows = []
+    for shape in shapes:
+        for mode in c.evaluator.modes:
+            floor = peaks.floor_ms(shape.flops, shape.min_bytes)
+            row = {"M": shape.M, "N": shape.N, "K": shape.K, "mode": mode, "gflop": shape.flops / 1e9,
+                   "bucket": shape.bucket, "floor_ms": floor}
+            for lib in c.evaluator.libraries:
+                r = libs.get(shape, {}).get((lib, mode))
+                row[f"{lib}_ms"] = r.timing.median_ms if r and r.timing else None
+                if r and r.status != "ok":
+                    row[f"{lib}_error"] = r.error
+            clocks = [r.timing.clock_mhz for r in libs.get(shape, {}).values()
+                      if r.mode == mode and r.timing and r.timing.clock_mhz]
+            named = [(k.params["file"], k) for k in kernels] + ([(ELITE, elite[shape])] if shape in elite else [])
+            for name, k in named:
+                ke = kernel_times.get((k.id, shape))
+                t = next((x for x in ke.timings if x.mode == mode), None) if ke else None
+                row[f"kernel_{name}_ms"] = t.median_ms if t and ke and ke.ok else None
+                row[f"kernel_{name}_status"] = str(ke.status) if ke else "missing"
+                clocks += [t.clock_mhz] if t and t.clock_mhz else []
+            if shape in elite:
+                row["elite_kernel"] = elite[shape].id
+            row["clock_mhz"] = sum(clocks) / len(clocks) if clocks else None  # mean SM clock of the row's timings
+            rows.append(row)
     return rows
 
 
