@@ -21,7 +21,7 @@ sustained() {  # sustained GPU ARCHIVE NAME SECONDS
   ) > "$OUT/sustained_$3.log" 2>&1
 }
 (
-  sustained 0 benchmarks/session8/run_a_llm_layers.sqlite.gz llm_layers 280
+  sustained 0 benchmarks/session8/run_a/llm_layers.sqlite.gz llm_layers 280
   export CUDA_VISIBLE_DEVICES=0 EVO_CACHE_DIR=/tmp/evo-cache0
   cd /tmp && date -u
   timeout -s INT 240 python3 -m evo compare shapes=inline \
