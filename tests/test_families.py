@@ -220,22 +220,36 @@ SCHEDULE_CHECK = r"""
 %(schedule)s
 // Every (tile, k-step) is computed by exactly one item; every reduction slot gathers exactly `parts`
 // items, all of one tile; a tail split's slots stay below the number of CTAs (the workspace's size)
-// and its last round has at most one item per CTA.
+// and its last round has at most one item per CTA. Stream-K: every item with k-steps takes part in
+// its tile's fix-up, each partial in a workspace slot of its own that lies inside the workspace, and
+// the parts of a slot are numbered 0 .. parts-1 once each.
 int check(int M, int N, int K, int slots) {
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
     const int tiles = tiles_m * tiles_n, items = count_items(tiles, slots, k_tiles);
-    const int slot_limit = TAIL_SPLIT > 1 ? slots : tiles;
+    const int slot_limit = TAIL_SPLIT > 1 || STREAM_K ? slots : tiles;
     std::vector<int> seen(tiles * k_tiles, 0), slot_tile(slot_limit, -1), slot_items(slot_limit, 0);
     std::vector<int> slot_parts(slot_limit, 0);
+    std::vector<std::vector<char>> slot_part_seen(slot_limit);
+    std::vector<char> partial_used(EVO_WS_FLOATS / (BM * BN) + 1, 0);
     for (int item = 0; item < items; ++item) {
         Work w = work_item(item, tiles_m, tiles_n, k_tiles, slots);
         if (w.m0 < 0 || w.m0 >= tiles_m * BM || w.n0 < 0 || w.n0 >= tiles_n * BN) return 1;
         const int tile = (w.m0 / BM) * tiles_n + w.n0 / BN;
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt) seen[tile * k_tiles + kt] += 1;
+        if (STREAM_K && w.kt_begin >= w.kt_end) continue;  // an empty item: the kernel skips it
         if (w.parts == 1) continue;
         if (w.slot < 0 || w.slot >= slot_limit) return 2;
         if (slot_tile[w.slot] != -1 && (slot_tile[w.slot] != tile || slot_parts[w.slot] != w.parts)) return 3;
         slot_tile[w.slot] = tile; slot_parts[w.slot] = w.parts; slot_items[w.slot] += 1;
+        if (STREAM_K) {
+            const long long index = (long long)w.base + w.part;
+            if (w.part < 0 || w.part >= w.parts || index < 0
+                || (index + 1) * BM * BN > EVO_WS_FLOATS || partial_used[index]) return 7;
+            partial_used[index] = 1;
+            slot_part_seen[w.slot].resize(w.parts, 0);
+            if (slot_part_seen[w.slot][w.part]) return 8;
+            slot_part_seen[w.slot][w.part] = 1;
+        }
     }
     for (int v : seen) if (v != 1) return 4;
     if (TAIL_SPLIT > 1 && items - tiles / slots * slots > slots) return 6;  // the last round fits the CTAs
@@ -256,10 +270,12 @@ int main() {
 
 
 @pytest.mark.parametrize("change", [dict(TAIL_SPLIT=4), dict(TAIL_SPLIT=16, BM=64, BN=64, CONSUMERS=1),
-                                    dict(SPLIT_K=3, PERSISTENT=0), dict(GROUP_M=1)])
+                                    dict(SPLIT_K=3, PERSISTENT=0), dict(GROUP_M=1), dict(STREAM_K=1),
+                                    dict(STREAM_K=1, BM=64, BN=64, CONSUMERS=1, GROUP_M=1)])
 def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
     """The persistent schedule of hopper.cu itself (not a copy of it), compiled for the host by nvcc:
-    whole tiles in full rounds, the last round's tiles split over K (a tail split), plain split-K."""
+    whole tiles in full rounds, the last round's tiles split over K (a tail split) or shared out
+    stream-K, plain split-K."""
     import re
     import shutil
     import subprocess
@@ -268,7 +284,8 @@ def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
         pytest.skip("needs nvcc (CUDA 13) to compile the schedule for the host")
     fam = FAMILIES["hopper"]
     source = fam.render(dict(fam.default, STAGES=2, **change))
-    defines = "\n".join(re.findall(r"^#define (?:BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT) .*$", source, re.M))
+    defines = "\n".join(re.findall(r"^#define (?:BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT|STREAM_K|STREAM_K_MIN_STEPS|EVO_WS_FLOATS) .*$", source, re.M))
+    defines += "\n#ifndef EVO_WS_FLOATS\n#define EVO_WS_FLOATS (8 * 1024 * 1024)\n#endif"
     schedule = source[source.index("struct Work"):source.index('extern "C" __global__')]
     schedule = "#include <algorithm>\nusing std::min; using std::max;\n" + schedule.replace(
         "__device__ __forceinline__", "static inline")

@@ -2,7 +2,7 @@
 // accumulators, one producer warpgroup and ${CONSUMERS} consumer warpgroup(s) with register reallocation,
 // and a persistent tile scheduler with grouped rasterization.
 // Tile ${BM}x${BN}x64, ${STAGES} stages, raster group ${GROUP_M}, split-K ${SPLIT_K} (${SPLIT_HOW}),
-// last-round tiles split over K: ${TAIL_HOW},
+// last-round tiles: ${TAIL_HOW},
 // ${CTAS_PER_SM} CTA(s) per SM, ${CLUSTER_M} CTA(s) per cluster along M sharing B by TMA multicast,
 // operands ${SWAP_HOW}.
 #include <cuda.h>
@@ -24,6 +24,11 @@
 #define SPLIT_K ${SPLIT_K}
 // TAIL_SPLIT > 1: the tiles left for the last, partial round split K to fill idle SMs
 #define TAIL_SPLIT ${TAIL_SPLIT}
+// STREAM_K 1: the k-steps of the last round's tiles are shared out evenly over every CTA (stream-K)
+#define STREAM_K ${STREAM_K}
+// at least this many k-steps a CTA: a share of one k-step would cost more in its partial tile's
+// store and the fix-up's reads than it saves
+#define STREAM_K_MIN_STEPS 4
 #define SPLIT_CLUSTER ${SPLIT_CLUSTER}  // 1: the split-K CTAs of a tile form a cluster and add over DSMEM
 #define CTAS_PER_SM ${CTAS_PER_SM}
 #define CLUSTER_M ${CLUSTER_M}  // 2: CTA pairs on neighbouring M tiles; each loads half of B for both
@@ -208,11 +213,119 @@ __device__ __forceinline__ void cluster_reduce_store(const float* part, half* C,
 }
 #endif
 
+#if STREAM_K
+// Stream-K's deterministic fix-up (hopper's STREAM_K): each of a tile's `parts` partials is stored in
+// its own workspace slot, `base + part`; the CTA that arrives last at the tile's counter `slot` adds all
+// of them in the order of the parts, so the sum (and C) does not depend on which CTA came last. Returns
+// true in that CTA, whose `acc` then holds the sum. Same pairs and `inside` as splitk_reduce (splitk.cuh).
+template <int COUNT, typename Inside>
+__device__ __forceinline__ bool streamk_fixup(float* acc, int slot, int base, int part, int parts, int tid,
+                                              int nthreads, int* flag, Inside inside) {
+    const size_t floats = (size_t)COUNT * nthreads;  // one partial tile
+    float2* mine = reinterpret_cast<float2*>(evo_splitk_ws + (size_t)(base + part) * floats);
+    #pragma unroll
+    for (int i = 0; i < COUNT; i += 2)
+        if (inside(i)) __stcg(mine + (size_t)(i / 2) * nthreads + tid, make_float2(acc[i], acc[i + 1]));
+    __threadfence();
+    SPLITK_SYNC();
+    if (tid == 0) *flag = (atomicAdd(&evo_splitk_count[slot], 1u) == (unsigned)parts - 1);
+    SPLITK_SYNC();
+    const bool last = *flag != 0;
+    if (!last) return false;
+    __threadfence();
+    const float2* first = reinterpret_cast<const float2*>(evo_splitk_ws + (size_t)base * floats);
+    #pragma unroll
+    for (int i = 0; i < COUNT; i += 2) {
+        if (!inside(i)) continue;
+        float2 sum = make_float2(0.f, 0.f);
+        for (int p = 0; p < parts; ++p) {
+            const float2 v = __ldcg(first + (size_t)p * (floats / 2) + (size_t)(i / 2) * nthreads + tid);
+            sum.x += v.x;
+            sum.y += v.y;
+        }
+        acc[i] = sum.x;
+        acc[i + 1] = sum.y;
+    }
+    if (tid == 0) evo_splitk_count[slot] = 0;
+    return true;
+}
+#endif
+
 // Persistent schedule: work item -> (tile_m, tile_n, k range), grouped GROUP_M tiles along M so
 // that consecutive CTAs share B columns in L2. `slot` and `parts` name the split-K reduction an item
-// takes part in (parts == 1: none).
-struct Work { int m0, n0, kt_begin, kt_end, slot, parts; };
+// takes part in (parts == 1: none); with STREAM_K, `part` is this item's place among the tile's
+// partials and `base` the workspace index of the first of them.
+struct Work { int m0, n0, kt_begin, kt_end, slot, parts, part, base; };
 
+// The CTA tile `tile` stands for, in the grouped raster order.
+__device__ __forceinline__ void tile_origin(Work& w, int tile, int tiles_m, int tiles_n) {
+    int width = GROUP_M * tiles_n;
+    int group = tile / width;
+    int first_m = group * GROUP_M;
+    int group_rows = min(tiles_m - first_m, GROUP_M);
+    w.m0 = (first_m + (tile % width) % group_rows) * BM;
+    w.n0 = ((tile % width) / group_rows) * BN;
+}
+
+#if STREAM_K
+// Full rounds of `slots` CTAs take whole tiles; the `tail` tiles left for the last round lay their
+// k-steps end to end, and each of `ctas` CTAs (as many as give every one at least STREAM_K_MIN_STEPS,
+// up to a round) takes an equal share of them, which may span a tile
+// boundary (it then makes a partial of each tile it touches: at most `segments` of them). A tile's
+// partials each go to their own workspace slot and the CTA that arrives last adds them up in order,
+// so the result does not depend on arrival order. Where the workspace cannot hold a partial per
+// (CTA, tile it touches) the last round takes whole tiles too. tests/test_families.py compiles this
+// schedule for the host and checks it covers every k-step once and keeps the partials apart.
+struct StreamK { int whole, tail, iters, ctas, segments; };
+__device__ __forceinline__ StreamK streamk_plan(int tiles, int slots, int k_tiles) {
+    StreamK s;
+    s.whole = tiles / slots * slots;
+    s.tail = tiles - s.whole;
+    s.iters = s.tail * k_tiles;
+    s.ctas = min(slots, max(1, s.iters / STREAM_K_MIN_STEPS));  // no CTA's share below the minimum
+    if (s.tail == 0 || (long long)(s.ctas + s.tail - 1) * (BM * BN) > EVO_WS_FLOATS) {
+        s.whole = tiles; s.tail = 0; s.iters = 0; s.ctas = 0; s.segments = 0;
+        return s;
+    }
+    const int most = (s.iters + s.ctas - 1) / s.ctas;  // k-steps of the busiest CTA
+    s.segments = (most + k_tiles - 1) / k_tiles + 1;
+    return s;
+}
+__device__ __forceinline__ int count_items(int tiles, int slots, int k_tiles) {
+    const StreamK s = streamk_plan(tiles, slots, k_tiles);
+    return s.whole + s.segments * slots;
+}
+
+// Item `item` (CTA item % slots): a whole tile, one of its CTA's last-round segments, or nothing
+// (kt_begin == kt_end: CTAs beyond `ctas`, segments past the CTA's share).
+__device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, int k_tiles, int slots) {
+    const StreamK s = streamk_plan(tiles_m * tiles_n, slots, k_tiles);
+    Work w;
+    w.kt_begin = 0; w.kt_end = k_tiles; w.slot = 0; w.parts = 1; w.part = 0; w.base = 0;
+    int tile = item;
+    if (item >= s.whole) {
+        const int seg = (item - s.whole) / slots, j = (item - s.whole) % slots;
+        w.kt_end = 0;
+        tile = s.whole;
+        if (j < s.ctas) {
+            const int lo = (int)((long long)j * s.iters / s.ctas), hi = (int)((long long)(j + 1) * s.iters / s.ctas);
+            const int t = lo / k_tiles + seg;
+            if (t < s.tail && t * k_tiles < hi) {
+                // the CTAs whose shares touch tile t: from the first whose share ends past its start
+                // to the last whose share starts before its end
+                const int first = (int)(((long long)(t * k_tiles + 1) * s.ctas + s.iters - 1) / s.iters) - 1;
+                const int last = min(s.ctas - 1, (int)(((long long)(t + 1) * k_tiles * s.ctas - 1) / s.iters));
+                tile = s.whole + t;
+                w.kt_begin = max(lo - t * k_tiles, 0);
+                w.kt_end = min(hi - t * k_tiles, k_tiles);
+                w.slot = t; w.parts = last - first + 1; w.part = j - first; w.base = first + t;
+            }
+        }
+    }
+    tile_origin(w, tile, tiles_m, tiles_n);
+    return w;
+}
+#else
 #if TAIL_SPLIT > 1
 // Every full round of `slots` CTAs takes whole tiles; the tiles left over for the last round would
 // leave SMs idle, so each is split over K into as many parts (up to TAIL_SPLIT, at most one k-step
@@ -242,20 +355,15 @@ __device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, in
     (void)slots;
     split = item % SPLIT_K; tile = item / SPLIT_K; parts = SPLIT_K; slot = tile;
 #endif
-    int width = GROUP_M * tiles_n;
-    int group = tile / width;
-    int first_m = group * GROUP_M;
-    int group_rows = min(tiles_m - first_m, GROUP_M);
-    int tm = first_m + (tile % width) % group_rows;
-    int tn = (tile % width) / group_rows;
     int per_split = (k_tiles + parts - 1) / parts;
     Work w;
-    w.m0 = tm * BM; w.n0 = tn * BN;
+    tile_origin(w, tile, tiles_m, tiles_n);
     w.kt_begin = min(split * per_split, k_tiles);
     w.kt_end = min(w.kt_begin + per_split, k_tiles);
-    w.slot = slot; w.parts = parts;
+    w.slot = slot; w.parts = parts; w.part = 0; w.base = 0;
     return w;
 }
+#endif
 
 extern "C" __global__ void __launch_bounds__(${THREADS}, CTAS_PER_SM)
 hgemm(const half* A, const half* B, half* C, int M, int N, int K,
@@ -348,6 +456,9 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
         int stage = 0; uint32_t phase = 0;
         for (int item = first_item; item < items; item += item_stride) {
             Work w = tile_of(item);
+#if STREAM_K
+            if (w.kt_begin >= w.kt_end) continue;  // no share of the last round here (the producer loads nothing)
+#endif
             #pragma unroll
             for (int i = 0; i < ACC_PER_THREAD; ++i) acc[i] = 0.f;
             int prev_stage = -1;
@@ -407,7 +518,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 cluster_sync();  // peers have read our partial: now this CTA may exit
                 continue;
             }
-#elif SPLIT_K > 1 || TAIL_SPLIT > 1
+#elif SPLIT_K > 1 || TAIL_SPLIT > 1 || STREAM_K
             // accumulator i -> (row, col) of the wgmma fragment layout -> (row, col) of C
             const int frag_row = consumer * ROWS_PER_CONSUMER + warp * 16 + lane / 4, frag_col = (lane % 4) * 2;
             auto inside = [&](int i) {  // with SWAP_AB, accumulators i and i + 1 lie in one column of C
@@ -415,9 +526,15 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 const int r = frag_row + mt * 64 + ((j / 2) % 2) * 8, c = frag_col + (j / 4) * 8;
                 return SWAP_AB ? w.m0 + c < M && w.n0 + r < N : w.m0 + r < M && w.n0 + c < N;
             };
+#if STREAM_K
+            if (w.parts > 1 && !streamk_fixup<ACC_PER_THREAD>(acc, w.slot, w.base, w.part, w.parts, threadIdx.x - 128,
+                                                              CONSUMERS * 128, splitk_flag, inside))
+                continue;  // the CTA that arrives last at this tile adds every partial and stores
+#else
             if (w.parts > 1 && !splitk_reduce<ACC_PER_THREAD>(acc, w.slot, w.parts, threadIdx.x - 128,
                                                               CONSUMERS * 128, splitk_flag, inside))
                 continue;  // another CTA of this tile adds our partial sums and stores
+#endif
 #endif
 
             // Epilogue: fp32 -> fp16 through a padded shared-memory tile (64 rows x 64 columns per

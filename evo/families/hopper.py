@@ -72,6 +72,9 @@ def _problem(p: Params) -> str | None:
             return "multicast pairs share B as whole 64-column boxes: BN must be at least 128"
     if p["TAIL_SPLIT"] > 1 and (p["SPLIT_K"] > 1 or not p["PERSISTENT"] or p["CLUSTER_M"] > 1):
         return "TAIL_SPLIT splits the last round of a persistent schedule: it needs SPLIT_K=1, PERSISTENT=1, CLUSTER_M=1"
+    if p["STREAM_K"] and (p["SPLIT_K"] > 1 or not p["PERSISTENT"] or p["CLUSTER_M"] > 1 or p["TAIL_SPLIT"] > 1):
+        return ("STREAM_K shares out the last round of a persistent schedule: it needs SPLIT_K=1, PERSISTENT=1, "
+                "CLUSTER_M=1 and no TAIL_SPLIT")
     if p["SPLIT_CLUSTER"] == 1:
         if p["SPLIT_K"] == 1:
             return "SPLIT_CLUSTER needs SPLIT_K > 1"
@@ -114,13 +117,15 @@ def _derive(p: Params) -> dict[str, str]:
     if pair == 1:
         # a tail split makes up to TAIL_SPLIT items of a tile when the tiles do not fill the GPU
         items = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * {p['SPLIT_K'] * p['TAIL_SPLIT']}"
+        if p["STREAM_K"]:  # stream-K shares out k-steps, at least 4 a CTA (STREAM_K_MIN_STEPS), up to a round
+            items = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * cdiv(K, 256)"
         grid = f"min(num_sms * {p['CTAS_PER_SM']}, {items})" if p["PERSISTENT"] else items
     else:  # items are pairs of M tiles, one cluster of `pair` CTAs each
         items = f"cdiv(cdiv(M, {p['BM']}), {pair}) * cdiv(N, {p['BN']})"
         grid = (f"{pair} * min(num_sms * {p['CTAS_PER_SM']} // {pair}, {items})" if p["PERSISTENT"]
                 else f"{pair} * {items}")
     cluster_dims = p["SPLIT_K"] if cluster else pair
-    atomic = not cluster and (p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1)  # partial tiles meet in L2
+    atomic = not cluster and (p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] == 1)  # partials meet in L2
     tail_requires = (f"\n// @evo requires = num_sms * {p['CTAS_PER_SM'] * p['BM'] * p['BN']} <= 8388608"
                      if p["TAIL_SPLIT"] > 1 else "")  # one workspace slot per last-round tile
     return {
@@ -130,7 +135,8 @@ def _derive(p: Params) -> dict[str, str]:
         "SWAP_HOW": "transposed on the tensor cores (C^T = B^T A^T)" if p["SWAP_AB"] else "as given",
         "SPLITK": splitk_snippet(atomic),
         "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
-        "TAIL_HOW": f"up to {p['TAIL_SPLIT']} ways" if p["TAIL_SPLIT"] > 1 else "none",
+        "TAIL_HOW": (f"split up to {p['TAIL_SPLIT']} ways" if p["TAIL_SPLIT"] > 1 else
+                     "stream-K over every CTA (deterministic fix-up)" if p["STREAM_K"] else "none"),
         "SPLIT_HOW": "cluster DSMEM" if cluster else ("fp32 atomics" if p["SPLIT_K"] > 1 else "none"),
         "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
     }
@@ -209,7 +215,8 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         bonus = 1 + 0.1 * (bm * bn >= 128 * 256)
         split = split_for(tiles, k_tiles, num_sms)
         p = {"BM": bm, "BN": bn, "CONSUMERS": consumers, "STAGES": 5, "GROUP_M": 8, "SPLIT_K": split,
-             "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": swap}
+             "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": swap,
+             "STREAM_K": 0}
         score = tile_score(M, N, bm, bn, split, num_sms) * bonus
         offer(score, p)
         # Wave quantization: a split count that is not a power of two can fill the SMs that powers leave idle.
@@ -270,19 +277,20 @@ def swapped_rows(M: int) -> list[int]:
 HOPPER = Family(
     name="hopper",
     description="TMA + mbarrier pipeline + wgmma, producer/consumer warpgroups, persistent, split-K (L2 atomics "
-                "or a cluster adding over DSMEM), the last round's tiles split over K, one or two CTAs per SM, "
+                "or a cluster adding over DSMEM), the last round's tiles split over K or shared out stream-K, one or "
+                "two CTAs per SM, "
                 "2-CTA clusters multicasting B",
     space={"BM": SWAPPED_BM, "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
            "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16),
-           "SWAP_AB": (0, 1)},
+           "SWAP_AB": (0, 1), "STREAM_K": (0, 1)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,
     default={"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": 1, "SPLIT_CLUSTER": 0,
-             "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": 0},
+             "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0},
     _suggest=_suggest,
-    later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0},
+    later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0},
     _subspaces=_subspaces,
     _values_for=lambda key, p: (SWAPPED_BM if p["SWAP_AB"] else PLAIN_BM) if key == "BM" else None,
 )
