@@ -120,6 +120,9 @@ def test_cluster_split_k_declares_one_cluster_per_tile():
     (dict(SWAP_AB=1, BM=136, BN=256), "more than 128 fp32 accumulators"),
     (dict(SWAP_AB=1, BM=136, BN=192), "columns (BN)"),
     (dict(SWAP_AB=1, CLUSTER_M=2), "takes neither clusters"),
+    (dict(STREAM_K=1, SPLIT_K=2), "STREAM_K shares out the last round"),
+    (dict(STREAM_K=1, TAIL_SPLIT=4), "no TAIL_SPLIT"),
+    (dict(STREAM_K=1, PERSISTENT=0), "PERSISTENT=1"),
 ])
 def test_hopper_combinations_that_cannot_work_are_explained(change, reason):
     fam = FAMILIES["hopper"]
@@ -222,11 +225,11 @@ SCHEDULE_CHECK = r"""
 // items, all of one tile; a tail split's slots stay below the number of CTAs (the workspace's size)
 // and its last round has at most one item per CTA. Stream-K: every item with k-steps takes part in
 // its tile's fix-up, each partial in a workspace slot of its own that lies inside the workspace, and
-// the parts of a slot are numbered 0 .. parts-1 once each.
+// the parts of a slot are numbered 0 .. parts-1 once each (its slots: the last two rounds' tiles).
 int check(int M, int N, int K, int slots) {
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
     const int tiles = tiles_m * tiles_n, items = count_items(tiles, slots, k_tiles);
-    const int slot_limit = TAIL_SPLIT > 1 || STREAM_K ? slots : tiles;
+    const int slot_limit = STREAM_K ? 2 * slots : TAIL_SPLIT > 1 ? slots : tiles;
     std::vector<int> seen(tiles * k_tiles, 0), slot_tile(slot_limit, -1), slot_items(slot_limit, 0);
     std::vector<int> slot_parts(slot_limit, 0);
     std::vector<std::vector<char>> slot_part_seen(slot_limit);
@@ -284,7 +287,8 @@ def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
         pytest.skip("needs nvcc (CUDA 13) to compile the schedule for the host")
     fam = FAMILIES["hopper"]
     source = fam.render(dict(fam.default, STAGES=2, **change))
-    defines = "\n".join(re.findall(r"^#define (?:BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT|STREAM_K|STREAM_K_MIN_STEPS|EVO_WS_FLOATS) .*$", source, re.M))
+    names = "BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT|STREAM_K|STREAM_K_MIN_STEPS|EVO_WS_FLOATS"
+    defines = "\n".join(re.findall(rf"^#define (?:{names}) .*$", source, re.M))
     defines += "\n#ifndef EVO_WS_FLOATS\n#define EVO_WS_FLOATS (8 * 1024 * 1024)\n#endif"
     schedule = source[source.index("struct Work"):source.index('extern "C" __global__')]
     schedule = "#include <algorithm>\nusing std::min; using std::max;\n" + schedule.replace(
@@ -381,6 +385,29 @@ def test_transposed_products_compile_without_spills(change, compiler):
     assert result.ok, result.log
     assert result.resources is not None and result.resources.spill_stores == 0 and result.resources.spill_loads == 0
     assert "C7514" not in result.log  # the epilogue reads no accumulator while a wgmma may still write it
+
+
+@pytest.mark.parametrize("change", [
+    dict(), dict(BM=128, BN=128, CONSUMERS=1, STAGES=6), dict(SWAP_AB=1, BM=136, BN=128, STAGES=5),
+    dict(SWAP_AB=1, BM=24, BN=64, CONSUMERS=1, CTAS_PER_SM=2, STAGES=4)])
+def test_stream_k_kernels_compile_without_spills_and_launch_a_round_at_most(change, compiler):
+    """STREAM_K on plain and transposed tiles compiles for sm_90a with no serialized wgmma and at most
+    a few words of spills (one consumer with 128 accumulators at its 240-register cap keeps 4 schedule
+    values in local memory, reloaded once per item, outside the k loop); the grid is at most a round
+    of CTAs, and no more CTAs than 4-k-step shares of the work."""
+    fam = FAMILIES["hopper"]
+    params = fam.complete(dict(fam.default, STREAM_K=1, **change))
+    assert fam.problem(params) is None
+    source = fam.render(params)
+    assert "stream-K over every CTA" in source and "#define STREAM_K 1" in source
+    result = compiler.compile(source)
+    assert result.ok, result.log
+    assert result.resources is not None and result.resources.spill_stores <= 16 and result.resources.stack <= 16
+    assert "C7514" not in result.log
+    decl = parse_declaration(source)
+    assert decl.launch_for(Shape(512, 10240, 8192), num_sms=132).grid == (132 * params["CTAS_PER_SM"], 1, 1)
+    tiles = -(-64 // params["BM"]) * -(-256 // params["BN"])
+    assert decl.launch_for(Shape(64, 256, 512), num_sms=132).grid == (tiles * 2, 1, 1)  # 8 k-steps: 2 shares a tile
 
 
 def test_the_compile_log_keeps_ptxas_performance_warnings():

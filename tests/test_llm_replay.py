@@ -1,7 +1,6 @@
 """Replay is exact: answers by (prompt, occurrence), failures included, with their recorded cost."""
 import json
 import logging
-import zlib
 from collections import Counter
 
 import pytest
@@ -58,6 +57,7 @@ def test_a_replayed_run_that_hit_its_budget_makes_the_same_decisions(monkeypatch
     from evo.search.loop import Search
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     seen: Counter = Counter()
+    retile_prompts: dict[str, int] = {}  # in the order they first arrive
     plans = []
     make_children = Search._make_children
 
@@ -74,19 +74,23 @@ def test_a_replayed_run_that_hit_its_budget_makes_the_same_decisions(monkeypatch
         seen[prompt] += 1
         if req["max_tokens"] == 1:
             return 200, message("", input_tokens=8, output_tokens=1), 0
-        # Decided by the prompt, not by arrival order (calls overlap, so arrival order varies run to run):
-        # deepen_pipeline always edits; some first askings of retile fail (replay must fail them too),
-        # some others edit, the rest answer without an edit. So whichever operator the policy picks
-        # (the search's path moves with every change to the families' sources), all three outcomes occur.
+        # Every outcome occurs whichever operators and parents the policy picks (the search's path moves
+        # with every change to the families' sources): deepen_pipeline always edits; retile's prompts,
+        # in the order they first arrive, take turns failing on their first asking (replay must fail them
+        # too), editing, and answering without an edit.
         if "Operator: deepen_pipeline" in prompt:  # a real edit; a comment where the pipeline cannot deepen
             answer = deepen(prompt, "answer")
             if "SEARCH" not in answer:
                 answer = edit("#include <cuda_fp16.h>", "#include <cuda_fp16.h>\n// deepened elsewhere")
             return 200, message(answer), 0
-        crc = zlib.crc32(prompt.encode())
-        if seen[prompt] == 1 and crc % 2 == 0:
+        retile_prompts.setdefault(prompt, len(retile_prompts))
+        turn = retile_prompts[prompt] % 3
+        if turn == 0 and seen[prompt] == 1:
             return 529, error("overloaded_error", "busy"), 0
-        if crc % 3 == 0 and "SEARCH" in (answer := deepen(prompt, "retiled")):
+        if turn == 1:
+            answer = deepen(prompt, "retiled")
+            if "SEARCH" not in answer:
+                answer = edit("#include <cuda_fp16.h>", "#include <cuda_fp16.h>\n// retiled")
             return 200, message(answer), 0
         return 200, message("Retiling would not help here."), 0
 
@@ -101,7 +105,7 @@ def test_a_replayed_run_that_hit_its_budget_makes_the_same_decisions(monkeypatch
     assert after and all(not op.startswith("llm:") and applies for op, applies in after)
     first = decisions(original.archive, original.run_id)
     outcomes = Counter(o for _, _, o, _, _ in first[1])
-    assert outcomes["unavailable"] and outcomes["child"] and outcomes["no_edit"]
+    assert outcomes["unavailable"] and outcomes["child"] and outcomes["no_edit"], outcomes
     last_llm_generation = max(g for (g, _, _, _, _, op, _, _) in first[0] if op.startswith("llm:"))
     after = [op for (g, _, _, _, _, op, _, _) in first[0] if g > last_llm_generation + 1]
     assert after and not any(op.startswith("llm:") for op in after)  # the search went on without the LLM

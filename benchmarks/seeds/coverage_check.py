@@ -36,7 +36,12 @@ EXTRA = {"hopper": [dict(FAMILIES["hopper"].default, CLUSTER_M=2),
                     dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=8, BN=128, STAGES=5, SPLIT_K=3),
                     dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=88, BN=256, STAGES=4, TAIL_SPLIT=16),
                     dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=24, BN=64, CONSUMERS=1, STAGES=4, CTAS_PER_SM=2),
-                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=200, BN=64, CONSUMERS=1, STAGES=6)]}
+                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=200, BN=64, CONSUMERS=1, STAGES=6),
+                    # stream-K on every shape: the widest tile, one consumer, two CTAs per SM, transposed
+                    dict(FAMILIES["hopper"].default, STREAM_K=1),
+                    dict(FAMILIES["hopper"].default, BM=128, BN=128, CONSUMERS=1, STAGES=6, STREAM_K=1),
+                    dict(FAMILIES["hopper"].default, BM=64, BN=128, CONSUMERS=1, STAGES=4, CTAS_PER_SM=2, STREAM_K=1),
+                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=136, BN=128, STAGES=5, STREAM_K=1)]}
 UNALIGNED = [Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333), Shape(129, 136, 8), Shape(1, 8, 8),
              Shape(255, 264, 1000), Shape(1000, 1000, 1000), Shape(4097, 4103, 129), Shape(3, 16384, 72)]
 

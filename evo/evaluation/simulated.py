@@ -61,7 +61,9 @@ def model_time_ms(source: str, shape: Shape, num_sms: int = 132) -> float:
     bm, bn, split = d.get("BM", 64), d.get("BN", 64), d.get("SPLIT_K", 1)
     tm, tn = math.ceil(shape.M / bm), math.ceil(shape.N / bn)
     work = tm * tn * split
-    waves, quantization, parts = rounds(work, d.get("CTAS_PER_SM", 1), d.get("TAIL_SPLIT", 1), shape.K, num_sms)
+    # stream-K modelled as the finest tail split (it shares the last round out over every CTA)
+    tail = 16 if d.get("STREAM_K") else d.get("TAIL_SPLIT", 1)
+    waves, quantization, parts = rounds(work, d.get("CTAS_PER_SM", 1), tail, shape.K, num_sms)
     reduces = split > 1 or parts > 1  # ... and pays a split-K reduction
     padding = (shape.M * shape.N) / (tm * bm * tn * bn)
     stages = min(1.0, 0.3 + 0.1 * d.get("STAGES", 2))  # deeper pipelines help up to 7 stages

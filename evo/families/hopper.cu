@@ -213,43 +213,7 @@ __device__ __forceinline__ void cluster_reduce_store(const float* part, half* C,
 }
 #endif
 
-#if STREAM_K
-// Stream-K's deterministic fix-up (hopper's STREAM_K): each of a tile's `parts` partials is stored in
-// its own workspace slot, `base + part`; the CTA that arrives last at the tile's counter `slot` adds all
-// of them in the order of the parts, so the sum (and C) does not depend on which CTA came last. Returns
-// true in that CTA, whose `acc` then holds the sum. Same pairs and `inside` as splitk_reduce (splitk.cuh).
-template <int COUNT, typename Inside>
-__device__ __forceinline__ bool streamk_fixup(float* acc, int slot, int base, int part, int parts, int tid,
-                                              int nthreads, int* flag, Inside inside) {
-    const size_t floats = (size_t)COUNT * nthreads;  // one partial tile
-    float2* mine = reinterpret_cast<float2*>(evo_splitk_ws + (size_t)(base + part) * floats);
-    #pragma unroll
-    for (int i = 0; i < COUNT; i += 2)
-        if (inside(i)) __stcg(mine + (size_t)(i / 2) * nthreads + tid, make_float2(acc[i], acc[i + 1]));
-    __threadfence();
-    SPLITK_SYNC();
-    if (tid == 0) *flag = (atomicAdd(&evo_splitk_count[slot], 1u) == (unsigned)parts - 1);
-    SPLITK_SYNC();
-    const bool last = *flag != 0;
-    if (!last) return false;
-    __threadfence();
-    const float2* first = reinterpret_cast<const float2*>(evo_splitk_ws + (size_t)base * floats);
-    #pragma unroll
-    for (int i = 0; i < COUNT; i += 2) {
-        if (!inside(i)) continue;
-        float2 sum = make_float2(0.f, 0.f);
-        for (int p = 0; p < parts; ++p) {
-            const float2 v = __ldcg(first + (size_t)p * (floats / 2) + (size_t)(i / 2) * nthreads + tid);
-            sum.x += v.x;
-            sum.y += v.y;
-        }
-        acc[i] = sum.x;
-        acc[i + 1] = sum.y;
-    }
-    if (tid == 0) evo_splitk_count[slot] = 0;
-    return true;
-}
-#endif
+${STREAMK}
 
 // Persistent schedule: work item -> (tile_m, tile_n, k range), grouped GROUP_M tiles along M so
 // that consecutive CTAs share B columns in L2. `slot` and `parts` name the split-K reduction an item
@@ -257,7 +221,9 @@ __device__ __forceinline__ bool streamk_fixup(float* acc, int slot, int base, in
 // partials and `base` the workspace index of the first of them.
 struct Work { int m0, n0, kt_begin, kt_end, slot, parts, part, base; };
 
-// The CTA tile `tile` stands for, in the grouped raster order.
+#if STREAM_K
+// The CTA tile `tile` stands for, in the grouped raster order (the same arithmetic as the other
+// schedules' work_item below, which keeps its own copy so that their kernels compile as measured).
 __device__ __forceinline__ void tile_origin(Work& w, int tile, int tiles_m, int tiles_n) {
     int width = GROUP_M * tiles_n;
     int group = tile / width;
@@ -267,28 +233,44 @@ __device__ __forceinline__ void tile_origin(Work& w, int tile, int tiles_m, int 
     w.n0 = ((tile % width) / group_rows) * BN;
 }
 
-#if STREAM_K
-// Full rounds of `slots` CTAs take whole tiles; the `tail` tiles left for the last round lay their
-// k-steps end to end, and each of `ctas` CTAs (as many as give every one at least STREAM_K_MIN_STEPS,
-// up to a round) takes an equal share of them, which may span a tile
-// boundary (it then makes a partial of each tile it touches: at most `segments` of them). A tile's
-// partials each go to their own workspace slot and the CTA that arrives last adds them up in order,
-// so the result does not depend on arrival order. Where the workspace cannot hold a partial per
-// (CTA, tile it touches) the last round takes whole tiles too. tests/test_families.py compiles this
-// schedule for the host and checks it covers every k-step once and keeps the partials apart.
+// Full rounds of `slots` CTAs take whole tiles; the `tail` tiles left after them (the last round's,
+// plus one full round where there is one, so that every CTA's share is more than a tile and a tile
+// meets at most three partials) lay their k-steps end to end, and each of `ctas` CTAs (as many as give
+// every one at least STREAM_K_MIN_STEPS, up to a round) takes an equal share, which may span a tile
+// boundary: it then makes a partial of each tile it touches, at most `segments` of them. A tile's
+// partials each go to a workspace slot of their own, and the CTA that arrives last adds them up in
+// order, so the result does not depend on arrival order. Where the workspace cannot hold a partial per
+// (CTA, tile it touches), the full round stays whole, or, failing that too, the last round as well.
+// tests/test_families.py compiles this schedule for the host and checks that it covers every k-step
+// once and keeps the partials apart.
 struct StreamK { int whole, tail, iters, ctas, segments; };
-__device__ __forceinline__ StreamK streamk_plan(int tiles, int slots, int k_tiles) {
+__device__ __forceinline__ StreamK streamk_region(int tiles, int whole, int k_tiles, int slots) {
     StreamK s;
-    s.whole = tiles / slots * slots;
-    s.tail = tiles - s.whole;
+    s.whole = whole;
+    s.tail = tiles - whole;
     s.iters = s.tail * k_tiles;
     s.ctas = min(slots, max(1, s.iters / STREAM_K_MIN_STEPS));  // no CTA's share below the minimum
-    if (s.tail == 0 || (long long)(s.ctas + s.tail - 1) * (BM * BN) > EVO_WS_FLOATS) {
-        s.whole = tiles; s.tail = 0; s.iters = 0; s.ctas = 0; s.segments = 0;
-        return s;
-    }
     const int most = (s.iters + s.ctas - 1) / s.ctas;  // k-steps of the busiest CTA
     s.segments = (most + k_tiles - 1) / k_tiles + 1;
+    return s;
+}
+__device__ __forceinline__ bool streamk_fits(const StreamK& s) {
+    return (long long)(s.ctas + s.tail - 1) * (BM * BN) <= EVO_WS_FLOATS;
+}
+__device__ __forceinline__ StreamK streamk_plan(int tiles, int slots, int k_tiles) {
+    const int whole = tiles / slots * slots;
+    StreamK s = streamk_region(tiles, whole, k_tiles, slots);
+    if (s.tail == 0) {
+        s.segments = 0;
+        return s;
+    }
+    if (whole >= slots) {
+        const StreamK wider = streamk_region(tiles, whole - slots, k_tiles, slots);
+        if (streamk_fits(wider)) return wider;
+    }
+    if (!streamk_fits(s)) {
+        s.whole = tiles; s.tail = 0; s.iters = 0; s.ctas = 0; s.segments = 0;
+    }
     return s;
 }
 __device__ __forceinline__ int count_items(int tiles, int slots, int k_tiles) {
@@ -355,12 +337,18 @@ __device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, in
     (void)slots;
     split = item % SPLIT_K; tile = item / SPLIT_K; parts = SPLIT_K; slot = tile;
 #endif
+    int width = GROUP_M * tiles_n;
+    int group = tile / width;
+    int first_m = group * GROUP_M;
+    int group_rows = min(tiles_m - first_m, GROUP_M);
+    int tm = first_m + (tile % width) % group_rows;
+    int tn = (tile % width) / group_rows;
     int per_split = (k_tiles + parts - 1) / parts;
     Work w;
-    tile_origin(w, tile, tiles_m, tiles_n);
+    w.m0 = tm * BM; w.n0 = tn * BN;
     w.kt_begin = min(split * per_split, k_tiles);
     w.kt_end = min(w.kt_begin + per_split, k_tiles);
-    w.slot = slot; w.parts = parts; w.part = 0; w.base = 0;
+    w.slot = slot; w.parts = parts;
     return w;
 }
 #endif
@@ -518,7 +506,15 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 cluster_sync();  // peers have read our partial: now this CTA may exit
                 continue;
             }
-#elif SPLIT_K > 1 || TAIL_SPLIT > 1 || STREAM_K
+#elif STREAM_K
+            {
+                // the item's fix-up read again, not kept in registers through the k loop
+                const Work fix = tile_of(item);
+                if (fix.parts > 1 && !streamk_fixup<ACC_PER_THREAD>(acc, fix.slot, fix.base, fix.part, fix.parts,
+                                                                    threadIdx.x - 128, CONSUMERS * 128, splitk_flag))
+                    continue;  // the CTA that arrives last at this tile adds every partial and stores
+            }
+#elif SPLIT_K > 1 || TAIL_SPLIT > 1
             // accumulator i -> (row, col) of the wgmma fragment layout -> (row, col) of C
             const int frag_row = consumer * ROWS_PER_CONSUMER + warp * 16 + lane / 4, frag_col = (lane % 4) * 2;
             auto inside = [&](int i) {  // with SWAP_AB, accumulators i and i + 1 lie in one column of C
@@ -526,15 +522,9 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 const int r = frag_row + mt * 64 + ((j / 2) % 2) * 8, c = frag_col + (j / 4) * 8;
                 return SWAP_AB ? w.m0 + c < M && w.n0 + r < N : w.m0 + r < M && w.n0 + c < N;
             };
-#if STREAM_K
-            if (w.parts > 1 && !streamk_fixup<ACC_PER_THREAD>(acc, w.slot, w.base, w.part, w.parts, threadIdx.x - 128,
-                                                              CONSUMERS * 128, splitk_flag, inside))
-                continue;  // the CTA that arrives last at this tile adds every partial and stores
-#else
             if (w.parts > 1 && !splitk_reduce<ACC_PER_THREAD>(acc, w.slot, w.parts, threadIdx.x - 128,
                                                               CONSUMERS * 128, splitk_flag, inside))
                 continue;  // another CTA of this tile adds our partial sums and stores
-#endif
 #endif
 
             // Epilogue: fp32 -> fp16 through a padded shared-memory tile (64 rows x 64 columns per

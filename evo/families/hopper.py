@@ -11,6 +11,7 @@ from evo.families._family import (
     split_for,
     splitk_requires,
     splitk_snippet,
+    template_text,
     tile_intensity,
     tile_score,
     wave_split,
@@ -134,6 +135,7 @@ def _derive(p: Params) -> dict[str, str]:
         "WGMMA": wgmma_helper(_wgmma_n(p), swap=p["SWAP_AB"] == 1), "WG_N": str(_wgmma_n(p)),
         "SWAP_HOW": "transposed on the tensor cores (C^T = B^T A^T)" if p["SWAP_AB"] else "as given",
         "SPLITK": splitk_snippet(atomic),
+        "STREAMK": template_text("streamk.cuh") if p["STREAM_K"] else "",
         "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
         "TAIL_HOW": (f"split up to {p['TAIL_SPLIT']} ways" if p["TAIL_SPLIT"] > 1 else
                      "stream-K over every CTA (deterministic fix-up)" if p["STREAM_K"] else "none"),

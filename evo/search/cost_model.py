@@ -64,6 +64,7 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
 
 _TAIL = re.compile(r"^\s*#define\s+TAIL_SPLIT\s+(\d+)\b", re.M)
 _SWAP = re.compile(r"^\s*#define\s+SWAP_AB\s+1\b", re.M)
+_STREAM_K = re.compile(r"^\s*#define\s+STREAM_K\s+1\b", re.M)
 
 
 @lru_cache(maxsize=1024)
@@ -76,7 +77,11 @@ def _swapped(source: str) -> bool:
 
 @lru_cache(maxsize=1024)
 def _tail_cap(source: str) -> int:
-    """TAIL_SPLIT of a hopper source (1: none). Not one of DEFINES: the shipped prior has no column for it."""
+    """TAIL_SPLIT of a hopper source (1: none), 16 for a STREAM_K one (read as the finest tail split:
+    it shares the last round out over every CTA). Not one of DEFINES: the shipped prior has no column
+    for either."""
+    if _STREAM_K.search(source):
+        return 16
     found = _TAIL.search(source)
     return int(found.group(1)) if found else 1
 
