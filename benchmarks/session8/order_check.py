@@ -6,7 +6,7 @@ Read from a shortlist sweep's archive that the prior never saw, every pick of ev
     python3 benchmarks/session8/order_check.py benchmarks/session8/run_c/llm_layers.sqlite.gz
 
 Per order: how many evaluations a shape needs to reach a kernel within 2% of its best pick (mean), and
-the geomean over shapes of best pick / best of the first n picks, for n = 4, 8, 12, 16. A shortlist sweep
+the geomean over shapes of best of the first n picks / best pick, for n = 1, 2, 4, 8, 12, 16. A shortlist sweep
 evaluates rank by rank, so a shape's evaluations in archive order are its picks in shortlist order."""
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def main(path: str) -> None:
     order = picks_in_shortlist_order(path)
     rng = random.Random(0)
     to_best: dict[str, list[float]] = {"shortlist": [], "cost model": [], "random": []}
-    best_of: dict[str, dict[int, list[float]]] = {k: {n: [] for n in (4, 8, 12, 16)} for k in to_best}
+    best_of: dict[str, dict[int, list[float]]] = {k: {n: [] for n in (1, 2, 4, 8, 12, 16)} for k in to_best}
     for shape, ids in order.items():
         ids = [i for i in dict.fromkeys(ids) if i in measured.get(shape, {})]  # correct ones, first time each
         if len(ids) < 8:
@@ -66,9 +66,9 @@ def main(path: str) -> None:
                 best_of[name][n].append(statistics.mean(math.exp(min(y[i] for i in d[:n]) - best) for d in draws))
     shapes = len(to_best["shortlist"])
     print(f"{path}: {shapes} shapes with at least 8 correct picks (prior: {prior.rows} measurements)")
-    print(f"{'order':<12} {'evals to 2% of best':>20} " + " ".join(f"{'first ' + str(n):>9}" for n in (4, 8, 12, 16)))
+    print(f"{'order':<12} {'evals to 2% of best':>20} " + " ".join(f"{'first ' + str(n):>9}" for n in (1, 2, 4, 8, 12, 16)))
     for name in to_best:
-        gm = [math.exp(statistics.mean(-math.log(x) for x in best_of[name][n])) for n in (4, 8, 12, 16)]
+        gm = [math.exp(statistics.mean(-math.log(x) for x in best_of[name][n])) for n in (1, 2, 4, 8, 12, 16)]
         print(f"{name:<12} {statistics.mean(to_best[name]):>20.1f} " + " ".join(f"{g:>9.3f}" for g in gm))
 
 
