@@ -222,6 +222,7 @@ SCHEDULE_CHECK = r"""
 %(defines)s
 %(schedule)s
 // Every (tile, k-step) is computed by exactly one item; every reduction slot gathers exactly `parts`
+// (for stream-K at most STREAM_K_MAX_SHARES + 2, the partials one CTA adds up)
 // items, all of one tile; a tail split's slots stay below the number of CTAs (the workspace's size)
 // and its last round has at most one item per CTA. Stream-K: every item with k-steps takes part in
 // its tile's fix-up, each partial in a workspace slot of its own that lies inside the workspace, and
@@ -246,7 +247,7 @@ int check(int M, int N, int K, int slots) {
         slot_tile[w.slot] = tile; slot_parts[w.slot] = w.parts; slot_items[w.slot] += 1;
         if (STREAM_K) {
             const long long index = (long long)w.base + w.part;
-            if (w.part < 0 || w.part >= w.parts || index < 0
+            if (w.part < 0 || w.part >= w.parts || w.parts > STREAM_K_MAX_SHARES + 2 || index < 0
                 || (index + 1) * BM * BN > EVO_WS_FLOATS || partial_used[index]) return 7;
             partial_used[index] = 1;
             slot_part_seen[w.slot].resize(w.parts, 0);
@@ -287,7 +288,7 @@ def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
         pytest.skip("needs nvcc (CUDA 13) to compile the schedule for the host")
     fam = FAMILIES["hopper"]
     source = fam.render(dict(fam.default, STAGES=2, **change))
-    names = "BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT|STREAM_K|STREAM_K_MIN_STEPS|EVO_WS_FLOATS"
+    names = "BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT|STREAM_K|STREAM_K_MIN_STEPS|STREAM_K_MAX_SHARES|EVO_WS_FLOATS"
     defines = "\n".join(re.findall(rf"^#define (?:{names}) .*$", source, re.M))
     defines += "\n#ifndef EVO_WS_FLOATS\n#define EVO_WS_FLOATS (8 * 1024 * 1024)\n#endif"
     schedule = source[source.index("struct Work"):source.index('extern "C" __global__')]

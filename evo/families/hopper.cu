@@ -29,6 +29,9 @@
 // at least this many k-steps a CTA: a share of one k-step would cost more in its partial tile's
 // store and the fix-up's reads than it saves
 #define STREAM_K_MIN_STEPS 4
+// at most this many CTAs per stream-K tile on average: one CTA adds up all of a tile's partials, so
+// their number is kept small (where the shares are less than a tile: few tiles, or the last round alone)
+#define STREAM_K_MAX_SHARES 4
 #define SPLIT_CLUSTER ${SPLIT_CLUSTER}  // 1: the split-K CTAs of a tile form a cluster and add over DSMEM
 #define CTAS_PER_SM ${CTAS_PER_SM}
 #define CLUSTER_M ${CLUSTER_M}  // 2: CTA pairs on neighbouring M tiles; each loads half of B for both
@@ -234,10 +237,11 @@ __device__ __forceinline__ void tile_origin(Work& w, int tile, int tiles_m, int 
 }
 
 // Full rounds of `slots` CTAs take whole tiles; the `tail` tiles left after them (the last round's,
-// plus one full round where there is one, so that every CTA's share is more than a tile and a tile
-// meets at most three partials) lay their k-steps end to end, and each of `ctas` CTAs (as many as give
-// every one at least STREAM_K_MIN_STEPS, up to a round) takes an equal share, which may span a tile
-// boundary: it then makes a partial of each tile it touches, at most `segments` of them. A tile's
+// plus one full round where there is one and the workspace holds it, so that every CTA's share is more
+// than a tile and a tile meets at most three partials) lay their k-steps end to end, and each of `ctas`
+// CTAs (up to a round, at most STREAM_K_MAX_SHARES per tile, each with at least STREAM_K_MIN_STEPS)
+// takes an equal share, which may span a tile boundary: it then makes a partial of each tile it
+// touches, at most `segments` of them. A tile's
 // partials each go to a workspace slot of their own, and the CTA that arrives last adds them up in
 // order, so the result does not depend on arrival order. Where the workspace cannot hold a partial per
 // (CTA, tile it touches), the full round stays whole, or, failing that too, the last round as well.
@@ -249,9 +253,9 @@ __device__ __forceinline__ StreamK streamk_region(int tiles, int whole, int k_ti
     s.whole = whole;
     s.tail = tiles - whole;
     s.iters = s.tail * k_tiles;
-    s.ctas = min(slots, max(1, s.iters / STREAM_K_MIN_STEPS));  // no CTA's share below the minimum
-    const int most = (s.iters + s.ctas - 1) / s.ctas;  // k-steps of the busiest CTA
-    s.segments = (most + k_tiles - 1) / k_tiles + 1;
+    s.ctas = min(min(slots, s.tail * STREAM_K_MAX_SHARES), max(1, s.iters / STREAM_K_MIN_STEPS));
+    const int most = s.ctas > 0 ? (s.iters + s.ctas - 1) / s.ctas : 0;  // k-steps of the busiest CTA
+    s.segments = s.ctas > 0 ? (most + k_tiles - 1) / k_tiles + 1 : 0;
     return s;
 }
 __device__ __forceinline__ bool streamk_fits(const StreamK& s) {

@@ -118,8 +118,9 @@ def _derive(p: Params) -> dict[str, str]:
     if pair == 1:
         # a tail split makes up to TAIL_SPLIT items of a tile when the tiles do not fill the GPU
         items = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * {p['SPLIT_K'] * p['TAIL_SPLIT']}"
-        if p["STREAM_K"]:  # stream-K shares out k-steps, at least 4 a CTA (STREAM_K_MIN_STEPS), up to a round
-            items = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * cdiv(K, 256)"
+        if p["STREAM_K"]:  # as hopper.cu's streamk_plan: shares of at least 4 k-steps, at most 4 per tile
+            tiles = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']})"
+            items = f"min({tiles} * 4, max(1, {tiles} * cdiv(K, 64) // 4))"
         grid = f"min(num_sms * {p['CTAS_PER_SM']}, {items})" if p["PERSISTENT"] else items
     else:  # items are pairs of M tiles, one cluster of `pair` CTAs each
         items = f"cdiv(cdiv(M, {p['BM']}), {pair}) * cdiv(N, {p['BN']})"
