@@ -8,12 +8,7 @@ instead. Files that are not SQLite are left to SQLite's own check, which reads w
 """
 from __future__ import annotations
 
-import contextlib
-import gzip
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from evo.core.errors import ArchiveError
@@ -58,17 +53,3 @@ def check_path(path: Path, *, create: bool, readonly: bool) -> None:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ArchiveError(f"cannot create {path}: the folder {folder} is read-only here; give archive.path "
                            f"in a writable folder")
-
-
-@contextlib.contextmanager
-def readable_copy(path: Path) -> Iterator[Path]:
-    """`path` itself, or for a gzipped archive (`.sqlite.gz`, as benchmarks/ keeps them) a plain copy in
-    a temporary folder, removed afterwards: for reading only."""
-    if path.suffix != ".gz":
-        yield path
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        plain = Path(tmp) / path.stem
-        with gzip.open(path) as src, open(plain, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        yield plain

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import gzip
 import json
 import logging
+import shutil
 import socket
 import sqlite3
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -63,17 +66,20 @@ class Archive:
         self.damage: str | None = None
         self._lock = threading.RLock()
         self._depth = 0
+        self._unpacked: tempfile.TemporaryDirectory | None = None  # a gzipped archive's plain copy
 
     # ---- opening -------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path, *, create: bool = True, readonly: bool = False,
-             migrations: list[tuple[str, Migration]] | None = None) -> Archive:
+             migrations: list[tuple[str, Migration]] | None = None, _shown_as: Path | None = None) -> Archive:
         """Open for writing (create when missing and `create`; migrate an older file), or with
         `readonly=True` for reading only. Raises ArchiveError with one line for anything else: a
         path that cannot hold an archive, a file that is not an evo archive, a newer schema, a file
         that fails SQLite's integrity check (writing only: read-only opens warn and carry on)."""
         path = Path(path)
         migrations = MIGRATIONS if migrations is None else migrations
+        if path.suffix == ".gz":
+            return cls._open_gzipped(path, readonly=readonly, migrations=migrations)
         check_path(path, create=create, readonly=readonly)
         if readonly:
             conn = connect(_file_uri(path, "ro"), path=path, readonly=True, uri=True)
@@ -83,7 +89,7 @@ class Archive:
         try:
             db = sqlite_utils.Database(conn)
             db.execute("PRAGMA busy_timeout = 30000")
-            archive = cls(db, path, readonly=readonly)
+            archive = cls(db, _shown_as or path, readonly=readonly)
             if readonly:
                 archive._check_readable(len(migrations))
             else:
@@ -95,6 +101,33 @@ class Archive:
                 raise ArchiveError(f"{path} is not a SQLite file (nor an evo archive): give the archive of a "
                                    f"search, e.g. {path.with_name('evo.sqlite')}") from None
             raise
+        return archive
+
+    @classmethod
+    def _open_gzipped(cls, path: Path, *, readonly: bool, migrations: list[tuple[str, Migration]]) -> Archive:
+        """A gzipped archive (`.sqlite.gz`, as benchmarks/ keeps them), for reading only: opened from a
+        plain copy in a temporary folder that `close` removes."""
+        if not readonly:
+            raise ArchiveError(f"{path} is gzipped: evo reads it as it is (`evo archive`, `evo export`, "
+                               f"`evo bench kernels_of=`) but writes only a plain archive; `gunzip -k {path}` "
+                               f"gives one")
+        check_path(path, create=False, readonly=True)
+        unpacked = tempfile.TemporaryDirectory(prefix="evo-archive-")
+        try:
+            plain = Path(unpacked.name) / path.stem
+            with gzip.open(path) as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            archive = cls.open(plain, readonly=True, migrations=migrations, _shown_as=path)
+        except (OSError, EOFError) as e:
+            unpacked.cleanup()
+            raise ArchiveError(f"cannot read {path} as a gzipped archive: {e}") from None
+        except ArchiveError as e:  # its words name the file the user gave, not the temporary copy
+            unpacked.cleanup()
+            raise ArchiveError(str(e).replace(str(plain), str(path))) from None
+        except BaseException:
+            unpacked.cleanup()
+            raise
+        archive._unpacked = unpacked
         return archive
 
     def _prepare_for_writing(self) -> None:
@@ -119,8 +152,11 @@ class Archive:
             raise ArchiveError(f"{self.path} was written by a newer evo (schema version {version}; this evo "
                                f"knows up to {target}): upgrade evo to open it")
         if version < target:
+            plain = self.path.with_suffix("") if self.path.suffix == ".gz" else self.path
+            upgrade = (f"`gunzip -k {self.path}`, then `evo archive upgrade {plain}`" if plain != self.path
+                       else f"`evo archive upgrade {self.path}`")
             log.warning(f"{self.path} has schema version {version} (this evo writes {target}): reading it as it is; "
-                        f"if something fails, upgrade it once with `evo archive upgrade {self.path}`")
+                        f"if something fails, upgrade it once: {upgrade}")
         self.damage = integrity_problem(self.db)
         if self.damage:
             log.warning(f"{self.path} is damaged (SQLite's integrity check: {self.damage}): showing what can still "
@@ -166,6 +202,9 @@ class Archive:
 
     def close(self) -> None:
         self.db.conn.close()
+        if self._unpacked is not None:
+            self._unpacked.cleanup()
+            self._unpacked = None
 
     # ---- writing -------------------------------------------------------------------------
     @contextlib.contextmanager

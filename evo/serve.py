@@ -74,6 +74,9 @@ def serve(path: str, *, port: int = 8001, open_browser: bool = False) -> None:
     """Serve the archive until SIGINT or SIGTERM (a clean stop), or until Datasette fails (EvoError)."""
     if not Path(path).is_file():
         raise EvoError(f"no archive at {path}")
+    if path.endswith(".gz"):
+        raise EvoError(f"{path} is gzipped and Datasette reads only plain SQLite files: `gunzip -k {path}`, then "
+                       f"serve {path[:-3]}")
     try:
         import datasette  # noqa: F401
     except ImportError:

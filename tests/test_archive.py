@@ -1,4 +1,5 @@
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,35 @@ def test_two_processes_opening_a_new_archive_at_once_both_succeed(tmp_path):
             results = [f.result() for f in futures]
             assert results == ["ok 0"] * 4, results
             assert Archive.open(path).schema_version == SCHEMA_VERSION
+
+
+def test_a_gzipped_archive_is_read_as_it_is_and_refused_for_writing(tmp_path):
+    """benchmarks/ keeps archives gzipped: browsing, export and bench read `.sqlite.gz` directly (from a
+    temporary plain copy that closing removes); writing one is refused with the way to a plain copy."""
+    import gzip
+    import shutil
+    path = tmp_path / "a.sqlite"
+    a = Archive.open(path)
+    run = a.start_run(kind="sweep", config={"x": 1}, seed=0, backend="simulated")
+    a.close()
+    with open(path, "rb") as src, gzip.open(tmp_path / "a.sqlite.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    g = Archive.open(tmp_path / "a.sqlite.gz", readonly=True)
+    copy = Path(g._unpacked.name)
+    assert g.path == tmp_path / "a.sqlite.gz" and [r["id"] for r in g.runs()] == [run]
+    g.close()
+    assert not copy.exists()
+    with pytest.raises(ArchiveError, match="gunzip -k"):
+        Archive.open(tmp_path / "a.sqlite.gz")
+    (tmp_path / "bad.sqlite.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(ArchiveError, match="cannot read .*bad.sqlite.gz as a gzipped archive"):
+        Archive.open(tmp_path / "bad.sqlite.gz", readonly=True)
+    with gzip.open(tmp_path / "empty.sqlite.gz", "wb") as f:
+        f.write(b"")
+    with pytest.raises(ArchiveError, match=r"empty.sqlite.gz is empty") as e:
+        Archive.open(tmp_path / "empty.sqlite.gz", readonly=True)
+    assert "evo-archive-" not in str(e.value)  # the message names the user's file, not the temporary copy
+    from evo.core.errors import EvoError
+    from evo.serve import serve
+    with pytest.raises(EvoError, match="gunzip -k"):  # Datasette reads only plain files
+        serve(str(tmp_path / "a.sqlite.gz"))

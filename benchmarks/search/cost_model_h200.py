@@ -32,11 +32,11 @@ from evo.search.cost_model import CostModel, features, spearman
 from evo.search.cost_prior import ArchivedKernel, fit_rows, rows_from_archive
 
 HERE = Path(__file__).resolve().parents[1] / "archives"
-GRID = HERE / "sweep_shortlist_grid125_h200_v5.sqlite"
+GRID = HERE / "sweep_shortlist_grid125_h200_v5.sqlite.gz"
 COMPARE = Path(__file__).resolve().parent / "compare24_h200_run3" / "archives.tgz"
-OTHERS = {"llm_layers shortlist": HERE / "sweep_shortlist_llm_layers_h200.sqlite",
-          "random sweep, 8 shapes": HERE / "random_8shapes_h200.sqlite",
-          "random sweep, 2 gap shapes": HERE / "random_gap_shapes_h200.sqlite"}
+OTHERS = {"llm_layers shortlist": HERE / "sweep_shortlist_llm_layers_h200.sqlite.gz",
+          "random sweep, 8 shapes": HERE / "random_8shapes_h200.sqlite.gz",
+          "random sweep, 2 gap shapes": HERE / "random_gap_shapes_h200.sqlite.gz"}
 
 
 def load(path: Path) -> dict[Shape, list[tuple[ArchivedKernel, float]]]:

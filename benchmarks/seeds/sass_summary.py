@@ -18,7 +18,7 @@ OPCODES = ("HGMMA", "HMMA", "UTMALDG", "LDSM", "LDGSTS", "STG", "RED", "REDG", "
 
 
 def main(path: str) -> None:
-    db = Archive.open(path).db
+    db = Archive.open(path, readonly=True).db  # .sqlite.gz read as it is
     winners = Counter(r["kernel_id"] for r in db.query("select kernel_id from elites"))
     compiler = Compiler()
     rows = {kid: next(db.query("select family, source, params_json from kernels where id = ?", [kid])) for kid in winners}

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import math
 import random
-import sqlite3
 import statistics
 import sys
 from pathlib import Path
 
-from evo.archive.paths import readable_copy
+from evo.archive import Archive
 from evo.search import cost_prior
 from evo.search.cost_model import CostModel, features
 from evo.search.cost_prior import rows_from_archive
@@ -25,10 +24,10 @@ from evo.search.cost_prior import rows_from_archive
 
 def picks_in_shortlist_order(path: str) -> dict[str, list[str]]:
     """shape -> kernel ids in the order the sweep evaluated them."""
-    with readable_copy(Path(path)) as plain:
-        db = sqlite3.connect(plain)
-        rows = db.execute("select M, N, K, kernel_id from evaluations where kernel_id is not null order by id").fetchall()
-        db.close()
+    archive = Archive.open(Path(path), readonly=True)  # .sqlite.gz read as it is
+    rows = archive.db.execute("select M, N, K, kernel_id from evaluations where kernel_id is not null "
+                              "order by id").fetchall()
+    archive.close()
     out: dict[str, list[str]] = {}
     for M, N, K, kid in rows:
         out.setdefault(f"{M}x{N}x{K}", []).append(kid)

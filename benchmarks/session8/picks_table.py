@@ -3,27 +3,19 @@ several R: `python3 picks_table.py ARCHIVE.sqlite[.gz] 12 16 24`. A shortlist sw
 rank over every shape, so a shape's first R evaluations (by archive id) are its first R picks; the
 speedups are the archive's own (kernel and libraries timed in the same run), throttled ones left out as
 the sweep's cells leave them out. Shapes below 0.85 are listed for the largest R."""
-import gzip
-import shutil
-import sqlite3
 import sys
-import tempfile
 
+from evo.archive import Archive
 from evo.core.shapes import Shape
 from evo.core.summary import bucket_table
 from evo.search.sweep import format_bucket_table
 
 
 def evaluations(path):
-    if path.endswith(".gz"):
-        tmp = tempfile.NamedTemporaryFile(suffix=".sqlite", delete=False)
-        with gzip.open(path, "rb") as src:
-            shutil.copyfileobj(src, tmp)
-        tmp.close()
-        path = tmp.name
-    db = sqlite3.connect(path)
-    rows = db.execute("select M, N, K, status, coalesce(throttled, 0), speedup, roofline_fraction from evaluations "
-                      "where kernel_id is not null order by id").fetchall()
+    archive = Archive.open(path, readonly=True)  # .sqlite.gz read as it is
+    rows = archive.db.execute("select M, N, K, status, coalesce(throttled, 0), speedup, roofline_fraction "
+                              "from evaluations where kernel_id is not null order by id").fetchall()
+    archive.close()
     per_shape: dict = {}
     for M, N, K, status, throttled, speedup, roof in rows:
         per_shape.setdefault(Shape(M, N, K), []).append((status == "ok" and not throttled, speedup, roof))

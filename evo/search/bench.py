@@ -158,10 +158,8 @@ def _best_library_ms(row: dict, libraries: list[str]) -> float | None:
 
 
 def archive_bests(path: str) -> dict:
-    """An archive's per-shape best kernels (its last run's), for `kernels_of` (`.sqlite.gz` read from a copy)."""
-    from evo.archive.paths import readable_copy
+    """An archive's per-shape best kernels (its last run's), for `kernels_of` (.sqlite or .sqlite.gz)."""
     from evo.search.retime import bests
     if not Path(path).is_file():
         raise ConfigError(f"kernels_of: {path} is not a file (give an evo archive, .sqlite or .sqlite.gz)")
-    with readable_copy(Path(path)) as plain:
-        return bests(plain)
+    return bests(Path(path))

@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 
 from evo.archive import Archive
-from evo.archive.paths import readable_copy
 from evo.archive.queries import correct_timings
 from evo.core.records import Peaks
 from evo.core.shapes import Shape
@@ -54,13 +53,12 @@ def rows_from_archive(path: str | Path, *, exclude: frozenset[Shape] = frozenset
                       ) -> list[tuple[str, ArchivedKernel, Shape, float]]:
     """(key, kernel, shape, log(time / roofline floor)) of every correct evaluation in an archive
     (the best time of each kernel on each shape), shapes in `exclude` and GPUs without measured
-    peaks left out. A gzipped archive (`.sqlite.gz`, as benchmarks/ keeps them) is read from a copy."""
-    with readable_copy(Path(path)) as plain:
-        archive = Archive.open(plain, create=False, readonly=True)
-        try:
-            found = correct_timings(archive)
-        finally:
-            archive.close()
+    peaks left out. A gzipped archive (`.sqlite.gz`, as benchmarks/ keeps them) is read as it is."""
+    archive = Archive.open(Path(path), create=False, readonly=True)
+    try:
+        found = correct_timings(archive)
+    finally:
+        archive.close()
     out = []
     for r in found:
         shape = Shape(r["M"], r["N"], r["K"])
