@@ -66,7 +66,10 @@ def _step(family: Family, params: dict, rng: random.Random, *, genes_to_change: 
     for key in rng.sample(list(family.space), genes_to_change):
         values = family.values_for(key, params)
         here = values.index(params[key]) if params[key] in values else 0
-        params[key] = values[max(0, min(here + rng.choice((-1, 1)), len(values) - 1))]
+        # a neighbour that exists: at either end of the values (a 0/1 gene is always at one) the step
+        # goes inwards, where a random direction clamped back onto the same value half the time
+        sides = [i for i in (here - 1, here + 1) if 0 <= i < len(values)] or [here]
+        params[key] = values[rng.choice(sides)]
     return params
 
 
@@ -126,7 +129,10 @@ class StructuralOperator:
                                           context.get("num_sms", 132), context.get("predict"))
         else:
             raise ValueError(f"unknown structural operator {self.name!r}")
-        child = family.repair(child, rng)
+        # a single step keeps its new value through the repair (other genes give way), or it would
+        # mostly be undone: half of mutate_one's children were their parent again
+        stepped = tuple(k for k in child if child[k] != params.get(k)) if self.name == "mutate_one" else ()
+        child = family.repair(child, rng, keep=stepped)
         made = family.candidate(child, operator=self.name, parents=tuple(p.id for p in parents))
         return made if self.name == "change_family" else carry_options(first, made)
 

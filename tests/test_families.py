@@ -434,3 +434,21 @@ def test_mutating_tile_rows_steps_among_the_values_the_tile_kind_takes():
     assert (128, 0) in rows and all(bm in (64, 128, 256) for bm, swap in rows if not swap)
     assert fam.values_for("BM", dict(fam.default, SWAP_AB=1))[:3] == (8, 16, 24)
     assert fam.values_for("BM", fam.default) == (64, 128, 256) and fam.values_for("BN", fam.default) == fam.space["BN"]
+
+
+def test_a_single_step_mutation_is_never_its_parent_and_keeps_its_step():
+    """mutate_one moves one gene to a neighbouring value that exists (a 0/1 gene at one end steps
+    inwards) and the repair keeps that value, letting other genes give way: half of its children were
+    their parent again before (a clamped step, or a repair back to the parent's value)."""
+    from evo.mutators.structural import OPERATORS
+    fam, rng = FAMILIES["hopper"], random.Random(3)
+    parents = [fam.candidate(p) for M, N, K in ((77, 4096, 14336), (512, 10240, 8192), (255, 2816, 2048))
+               for p in fam.suggest(M, N, K, limit=6)]
+    children = [(parent, OPERATORS["mutate_one"].apply([parent], rng)) for parent in parents for _ in range(40)]
+    assert all(child.params != parent.params and fam.valid(child.params) for parent, child in children)
+    # from a tail split, turning stream-K on takes the tail split off (its constraint), not the step back
+    tail = fam.candidate(dict(fam.default, TAIL_SPLIT=4))
+    flips = [c.params for c in (OPERATORS["mutate_one"].apply([tail], rng) for _ in range(400))
+             if c.params["STREAM_K"] == 1]
+    assert flips and all(p["TAIL_SPLIT"] == 1 for p in flips)
+    assert fam.repair(dict(fam.default, STREAM_K=1, TAIL_SPLIT=4), rng, keep=("STREAM_K",))["STREAM_K"] == 1

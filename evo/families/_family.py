@@ -107,13 +107,22 @@ class Family:
         """all_valid as a matrix, one row per configuration and one column per parameter (for repair)."""
         return np.array([[p[k] for k in self.space] for p in self.all_valid], dtype=np.int64)
 
-    def repair(self, params: Params, rng: Random) -> Params:
+    def repair(self, params: Params, rng: Random, keep: tuple[str, ...] = ()) -> Params:
         """The valid configuration closest to `params` (fewest differing parameters; ties at random,
-        drawn among the ties in all_valid's order)."""
+        drawn among the ties in all_valid's order). `keep`: genes whose values in `params` the repair
+        holds where some valid configuration has them (a mutation's new values: repairing one back to
+        its parent's value undoes the mutation)."""
         params = self.complete(params)
         if self.valid(params):
             return dict(params)
         distances = self._distances(params)
+        if keep:
+            columns = list(self.space)
+            held = np.ones(len(distances), dtype=bool)
+            for key in keep:
+                held &= self._valid_table[:, columns.index(key)] == params[key]
+            if held.any():
+                distances = np.where(held, distances, np.iinfo(np.int64).max)
         nearest = np.flatnonzero(distances == distances.min()).tolist()
         return dict(self.all_valid[rng.choice(nearest)])
 
