@@ -40,8 +40,10 @@ def is_damage(e: BaseException) -> bool:
 
 
 def recover_hint(path: object) -> str:
-    return (f"restore a copy, or salvage what SQLite can still read with "
-            f"`sqlite3 {path} .recover | sqlite3 recovered.sqlite`")
+    plain = str(path)[:-3] if str(path).endswith(".gz") else None  # a gzipped archive: its plain file first
+    return ("restore a copy, or salvage what SQLite can still read with "
+            + (f"`gunzip -k {path}`, then " if plain else "")
+            + f"`sqlite3 {plain or path} .recover | sqlite3 recovered.sqlite`")
 
 
 def explain(path: object, e: sqlite3.Error, *, readonly: bool = False) -> str:

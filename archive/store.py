@@ -81,8 +81,8 @@ class Archive:
         if path.suffix == ".gz":
             return cls._open_gzipped(path, readonly=readonly, migrations=migrations)
         check_path(path, create=create, readonly=readonly)
-        if readonly:
-            conn = connect(_file_uri(path, "ro"), path=path, readonly=True, uri=True)
+        if readonly:  # errors name the file the user gave (`_shown_as`: a gzipped archive's, not its copy's)
+            conn = connect(_file_uri(path, "ro"), path=_shown_as or path, readonly=True, uri=True)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = connect(str(path), path=path, readonly=False)
@@ -107,6 +107,8 @@ class Archive:
     def _open_gzipped(cls, path: Path, *, readonly: bool, migrations: list[tuple[str, Migration]]) -> Archive:
         """A gzipped archive (`.sqlite.gz`, as benchmarks/ keeps them), for reading only: opened from a
         plain copy in a temporary folder that `close` removes."""
+        if not path.exists():
+            raise ArchiveError(f"no archive at {path}: check the path")
         if not readonly:
             raise ArchiveError(f"{path} is gzipped: evo reads it as it is (`evo archive`, `evo export`, "
                                f"`evo bench kernels_of=`) but writes only a plain archive; `gunzip -k {path}` "
@@ -123,7 +125,7 @@ class Archive:
             raise ArchiveError(f"cannot read {path} as a gzipped archive: {e}") from None
         except ArchiveError as e:  # its words name the file the user gave, not the temporary copy
             unpacked.cleanup()
-            raise ArchiveError(str(e).replace(str(plain), str(path))) from None
+            raise ArchiveError(str(e).replace(str(plain), str(path)).replace(unpacked.name, str(path.parent))) from None
         except BaseException:
             unpacked.cleanup()
             raise

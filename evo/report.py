@@ -203,7 +203,8 @@ def report(archive_path: str, *, run_id: int | None = None, out: str | None = No
     a = Archive.open(archive_path, readonly=True)
     run = q.resolve_run(a, run_id)
     rid = run["id"]
-    out_dir = Path(out or f"{Path(archive_path).with_suffix('')}-report-run{rid}")
+    stem = Path(archive_path[:-3] if archive_path.endswith(".gz") else archive_path).with_suffix("")
+    out_dir = Path(out or f"{stem}-report-run{rid}")
     out_dir.mkdir(parents=True, exist_ok=True)
     elites = q.elites(a, rid)
     config = json.loads(run["config_json"] or "{}")

@@ -129,11 +129,11 @@ class StructuralOperator:
                                           context.get("num_sms", 132), context.get("predict"))
         else:
             raise ValueError(f"unknown structural operator {self.name!r}")
-        # the genes a mutation or crossover changed keep their new values through the repair where a
-        # valid configuration has them (other genes give way), or the repair mostly undoes them: half
-        # of mutate_one's children were their parent again
-        changed = tuple(k for k in child if child[k] != params.get(k)) if self.name != "change_family" else ()
-        child = family.repair(child, rng, keep=changed)
+        # a single step keeps its new value through the repair where that costs at most one more gene,
+        # or the repair mostly undoes it: half of mutate_one's children were their parent again
+        before = family.complete(params)
+        stepped = tuple(k for k in child if child[k] != before.get(k)) if self.name == "mutate_one" else ()
+        child = family.repair(child, rng, keep=stepped)
         made = family.candidate(child, operator=self.name, parents=tuple(p.id for p in parents))
         return made if self.name == "change_family" else carry_options(first, made)
 

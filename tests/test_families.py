@@ -436,16 +436,18 @@ def test_mutating_tile_rows_steps_among_the_values_the_tile_kind_takes():
     assert fam.values_for("BM", fam.default) == (64, 128, 256) and fam.values_for("BN", fam.default) == fam.space["BN"]
 
 
-def test_a_single_step_mutation_is_never_its_parent_and_keeps_its_step():
+def test_a_single_step_mutation_rarely_gives_back_its_parent_and_stays_local():
     """mutate_one moves one gene to a neighbouring value that exists (a 0/1 gene at one end steps
-    inwards) and the repair keeps that value, letting other genes give way: half of its children were
-    their parent again before (a clamped step, or a repair back to the parent's value)."""
+    inwards) and the repair keeps that value where it costs at most one more gene: 52% of its children
+    on these parents were their parent again before, now under 15%, and none changes more than 3 genes."""
     from evo.mutators.structural import OPERATORS
     fam, rng = FAMILIES["hopper"], random.Random(3)
     parents = [fam.candidate(p) for M, N, K in ((77, 4096, 14336), (512, 10240, 8192), (255, 2816, 2048))
                for p in fam.suggest(M, N, K, limit=6)]
     children = [(parent, OPERATORS["mutate_one"].apply([parent], rng)) for parent in parents for _ in range(40)]
-    assert all(child.params != parent.params and fam.valid(child.params) for parent, child in children)
+    assert all(fam.valid(child.params) for _, child in children)
+    changed = [sum(child.params[g] != parent.params[g] for g in parent.params) for parent, child in children]
+    assert sum(d == 0 for d in changed) < 0.15 * len(changed) and max(changed) <= 3
     # from a tail split, turning stream-K on takes the tail split off (its constraint), not the step back
     tail = fam.candidate(dict(fam.default, TAIL_SPLIT=4))
     flips = [c.params for c in (OPERATORS["mutate_one"].apply([tail], rng) for _ in range(400))

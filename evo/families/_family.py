@@ -110,8 +110,9 @@ class Family:
     def repair(self, params: Params, rng: Random, keep: tuple[str, ...] = ()) -> Params:
         """The valid configuration closest to `params` (fewest differing parameters; ties at random,
         drawn among the ties in all_valid's order). `keep`: genes whose values in `params` the repair
-        holds where some valid configuration has them (a mutation's new values: repairing one back to
-        its parent's value undoes the mutation)."""
+        holds where a valid configuration has them all at most one parameter farther than the nearest
+        (a mutation's new value: repairing it back to the parent's undoes the mutation; holding it at
+        any cost would change many other genes)."""
         params = self.complete(params)
         if self.valid(params):
             return dict(params)
@@ -121,7 +122,7 @@ class Family:
             held = np.ones(len(distances), dtype=bool)
             for key in keep:
                 held &= self._valid_table[:, columns.index(key)] == params[key]
-            if held.any():
+            if held.any() and distances[held].min() <= distances.min() + 1:
                 distances = np.where(held, distances, np.iinfo(np.int64).max)
         nearest = np.flatnonzero(distances == distances.min()).tolist()
         return dict(self.all_valid[rng.choice(nearest)])

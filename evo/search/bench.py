@@ -70,6 +70,7 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
             interrupted = False
         except KeyboardInterrupt:  # what was timed before the interruption is still shown, then the run stops
             interrupted = True
+            progress.close()  # the table starts on a line of its own
         timed = [shape for shape in shapes if shape in libs] if interrupted else shapes
         rows = bench_rows(c, timed, peaks, libs, kernels, elite, kernel_times)
         notes = [simulated_note(c.evaluator.backend)]
