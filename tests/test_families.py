@@ -316,13 +316,27 @@ def test_parameters_archived_before_a_gene_existed_still_render_and_mutate():
 
 def test_shortlists_split_the_last_round_where_it_leaves_most_sms_idle():
     """512x10240 has 160 tiles of 128x256: a second round of 28 tiles on 132 SMs. The shortlist
-    leads with a tail split; where the tiles fill whole rounds it offers none."""
+    leads with stream-K (measured 2-4% ahead of the tail split there), then a tail split; where the
+    tiles fill whole rounds it offers neither."""
     picks = FAMILIES["hopper"].suggest(512, 10240, 8192)
-    assert picks[0]["TAIL_SPLIT"] > 1 and picks[0]["SPLIT_K"] == 1
-    launch = parse_declaration(FAMILIES["hopper"].render(picks[0])).launch_for(Shape(512, 10240, 8192), num_sms=132)
+    assert picks[0]["STREAM_K"] == 1 and (picks[0]["BM"], picks[0]["BN"], picks[0]["CONSUMERS"]) == (128, 256, 2)
+    tail = next(p for p in picks if p["TAIL_SPLIT"] > 1)
+    assert tail["SPLIT_K"] == 1 and picks.index(tail) < 4
+    launch = parse_declaration(FAMILIES["hopper"].render(tail)).launch_for(Shape(512, 10240, 8192), num_sms=132)
     assert launch.grid == (132, 1, 1)
     assert all(p["TAIL_SPLIT"] == 1 for p in FAMILIES["hopper"].suggest(1024, 8448, 4096)
                if (p["BM"], p["BN"]) == (128, 256))  # 264 tiles of 128x256: two whole rounds
+
+
+def test_shortlists_offer_stream_k_only_where_it_was_measured_to_win():
+    """Stream-K lost to the tail split by 10-40% with one consumer, with a long last round (3000x4096:
+    120 of 132 SMs busy), with 3 k-steps (4097x4104x136) and with fewer tiles than SMs (1024x256x4096)."""
+    def offered(M: int, N: int, K: int) -> list[tuple[int, int, int]]:
+        return [(p["BM"], p["BN"], p["CONSUMERS"]) for p in FAMILIES["hopper"].suggest(M, N, K, limit=64)
+                if p["STREAM_K"]]
+    assert (128, 256, 2) in offered(640, 8192, 8192)
+    assert all(consumers == 2 for *_, consumers in offered(640, 8192, 8192))
+    assert offered(3000, 4096, 4096) == [] and offered(4097, 4104, 136) == [] and offered(1024, 256, 4096) == []
 
 
 def test_shortlists_split_no_tail_into_parts_of_fewer_than_four_k_steps():

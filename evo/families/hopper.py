@@ -198,6 +198,15 @@ def tail_score(M: int, N: int, bm: int, bn: int, parts: int, num_sms: int, reduc
     return (M * N) / (tiles * bm * bn) * tiles / (busiest * num_sms) * tile_intensity(bm, bn)
 
 
+def streamk_score(M: int, N: int, bm: int, bn: int, num_sms: int, overhead: float = 0.1) -> float:
+    """`tile_score` for stream-K: the tiles' k-steps shared evenly over the SMs, every CTA paying
+    `overhead` for its partials and the fix-up."""
+    tm, tn = -(-M // bm), -(-N // bn)
+    tiles = tm * tn
+    busiest = tiles / num_sms * (1 + overhead)
+    return (M * N) / (tiles * bm * bn) * tiles / (busiest * num_sms) * tile_intensity(bm, bn)
+
+
 def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
     k_tiles = -(-K // 64)
     out = []
@@ -239,6 +248,12 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         if split == 1 and tiles > num_sms and parts > 1:
             # whole tiles for the full rounds, the last round's few tiles split over K to fill the GPU
             offer(tail_score(M, N, bm, bn, parts, num_sms) * bonus, dict(p, TAIL_SPLIT=min(16, 1 << (parts - 1).bit_length())))
+        tail = tiles % num_sms
+        if consumers == 2 and split == 1 and tiles > num_sms and 0 < tail <= num_sms // 3 and k_tiles >= 16:
+            # Stream-K, measured on the H200 (benchmarks/session9/): with two consumers and a short last
+            # round it beats the tail split by 2-4% (512x10240x8192); with one consumer, a long last
+            # round, few k-steps or fewer tiles than SMs it loses to it by up to 40%.
+            offer(streamk_score(M, N, bm, bn, num_sms) * bonus, dict(p, STREAM_K=1))
         if consumers == 1 and split == 1 and tiles > num_sms:
             # two CTAs per SM: one CTA's epilogue overlaps the other's loads and math
             offer(score * (0.98 if K <= 1024 else 0.9), dict(p, CTAS_PER_SM=2))
