@@ -329,14 +329,18 @@ def test_shortlists_split_the_last_round_where_it_leaves_most_sms_idle():
 
 
 def test_shortlists_offer_stream_k_only_where_it_was_measured_to_win():
-    """Stream-K lost to the tail split by 10-40% with one consumer, with a long last round (3000x4096:
-    120 of 132 SMs busy), with 3 k-steps (4097x4104x136) and with fewer tiles than SMs (1024x256x4096)."""
+    """Stream-K won with 128x256 or 256x128 tiles, two consumers, K >= 8192 and a last round of 15-33%
+    of the SMs; it lost with one consumer, a long last round (3000x4096: 120 of 132 SMs busy), a very
+    short one (1025x10240x8192: 4 tiles), few k-steps (4097x4104x136, 333x6144x4096) and fewer tiles
+    than SMs (1024x256x4096)."""
     def offered(M: int, N: int, K: int) -> list[tuple[int, int, int]]:
         return [(p["BM"], p["BN"], p["CONSUMERS"]) for p in FAMILIES["hopper"].suggest(M, N, K, limit=64)
                 if p["STREAM_K"]]
     assert (128, 256, 2) in offered(640, 8192, 8192)
     assert all(consumers == 2 for *_, consumers in offered(640, 8192, 8192))
     assert offered(3000, 4096, 4096) == [] and offered(4097, 4104, 136) == [] and offered(1024, 256, 4096) == []
+    assert offered(1025, 10240, 8192) == [] and offered(333, 6144, 4096) == []
+    assert offered(5000, 3584, 18944) != []
 
 
 def test_shortlists_split_no_tail_into_parts_of_fewer_than_four_k_steps():

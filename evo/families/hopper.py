@@ -249,10 +249,12 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
             # whole tiles for the full rounds, the last round's few tiles split over K to fill the GPU
             offer(tail_score(M, N, bm, bn, parts, num_sms) * bonus, dict(p, TAIL_SPLIT=min(16, 1 << (parts - 1).bit_length())))
         tail = tiles % num_sms
-        if consumers == 2 and split == 1 and tiles > num_sms and 0 < tail <= num_sms // 3 and k_tiles >= 16:
-            # Stream-K, measured on the H200 (benchmarks/session9/): with two consumers and a short last
-            # round it beats the tail split by 2-4% (512x10240x8192); with one consumer, a long last
-            # round, few k-steps or fewer tiles than SMs it loses to it by up to 40%.
+        if (bm * bn == 128 * 256 and consumers == 2 and not swap and split == 1 and tiles > num_sms
+                and num_sms * 0.15 <= tail <= num_sms / 3 and k_tiles >= 128):
+            # Stream-K, measured on the H200 (benchmarks/session9/): of 44 stream-K configurations on 29
+            # llm_layers shapes it won on 3, all 128x256 or 256x128 tiles with two consumers, K >= 8192
+            # and a last round of 15-33% of the SMs (512x10240x8192, 640x8192x8192: 3% faster than any
+            # other pick; 5000x3584x18944: 0.7%); elsewhere it lost by 1-63%. Offered there only.
             offer(streamk_score(M, N, bm, bn, num_sms) * bonus, dict(p, STREAM_K=1))
         if consumers == 1 and split == 1 and tiles > num_sms:
             # two CTAs per SM: one CTA's epilogue overlaps the other's loads and math
