@@ -226,7 +226,8 @@ SCHEDULE_CHECK = r"""
 // items, all of one tile; a tail split's slots stay below the number of CTAs (the workspace's size)
 // and its last round has at most one item per CTA. Stream-K: every item with k-steps takes part in
 // its tile's fix-up, each partial in a workspace slot of its own that lies inside the workspace, and
-// the parts of a slot are numbered 0 .. parts-1 once each (its slots: the last two rounds' tiles).
+// the parts of a slot are numbered 0 .. parts-1 once each (its slots: the last two rounds' tiles;
+// with STREAM_K 2 the last round's alone).
 int check(int M, int N, int K, int slots) {
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
     const int tiles = tiles_m * tiles_n, items = count_items(tiles, slots, k_tiles);
@@ -240,6 +241,8 @@ int check(int M, int N, int K, int slots) {
         if (w.m0 < 0 || w.m0 >= tiles_m * BM || w.n0 < 0 || w.n0 >= tiles_n * BN) return 1;
         const int tile = (w.m0 / BM) * tiles_n + w.n0 / BN;
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt) seen[tile * k_tiles + kt] += 1;
+        // STREAM_K 2 shares out the last round alone: the full rounds before it take whole tiles
+        if (STREAM_K == 2 && item < tiles / slots * slots && (w.kt_begin != 0 || w.kt_end != k_tiles)) return 9;
         if (STREAM_K && w.kt_begin >= w.kt_end) continue;  // an empty item: the kernel skips it
         if (w.parts == 1) continue;
         if (w.slot < 0 || w.slot >= slot_limit) return 2;
@@ -275,7 +278,8 @@ int main() {
 
 @pytest.mark.parametrize("change", [dict(TAIL_SPLIT=4), dict(TAIL_SPLIT=16, BM=64, BN=64, CONSUMERS=1),
                                     dict(SPLIT_K=3, PERSISTENT=0), dict(GROUP_M=1), dict(STREAM_K=1),
-                                    dict(STREAM_K=1, BM=64, BN=64, CONSUMERS=1, GROUP_M=1)])
+                                    dict(STREAM_K=1, BM=64, BN=64, CONSUMERS=1, GROUP_M=1),
+                                    dict(STREAM_K=2, BN=128), dict(STREAM_K=2, BM=64, BN=64, CONSUMERS=1)])
 def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
     """The persistent schedule of hopper.cu itself (not a copy of it), compiled for the host by nvcc:
     whole tiles in full rounds, the last round's tiles split over K (a tail split) or shared out

@@ -41,7 +41,9 @@ EXTRA = {"hopper": [dict(FAMILIES["hopper"].default, CLUSTER_M=2),
                     dict(FAMILIES["hopper"].default, STREAM_K=1),
                     dict(FAMILIES["hopper"].default, BM=128, BN=128, CONSUMERS=1, STAGES=6, STREAM_K=1),
                     dict(FAMILIES["hopper"].default, BM=64, BN=128, CONSUMERS=1, STAGES=4, CTAS_PER_SM=2, STREAM_K=1),
-                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=136, BN=128, STAGES=5, STREAM_K=1)]}
+                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=136, BN=128, STAGES=5, STREAM_K=1),
+                    dict(FAMILIES["hopper"].default, BN=128, STAGES=6, STREAM_K=2),
+                    dict(FAMILIES["hopper"].default, BN=192, STAGES=5, STREAM_K=2)]}
 UNALIGNED = [Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333), Shape(129, 136, 8), Shape(1, 8, 8),
              Shape(255, 264, 1000), Shape(1000, 1000, 1000), Shape(4097, 4103, 129), Shape(3, 16384, 72)]
 

@@ -6,15 +6,17 @@
 #  GPU 1: the hopper coverage check, whose EXTRA now holds four STREAM_K configurations (correctness
 #         on the 1000-shape grid, llm_layers and the unaligned shapes).
 #   OUT=/some/folder bash benchmarks/session8/next_run_a.sh
+# CHECK=path/to/another_check.py runs that check on GPU 0 instead (benchmarks/session9/next_run_a.sh).
+CHECK=${CHECK:-benchmarks/session8/streamk_check.py}
 . benchmarks/device_common.sh
 device_setup
 export PYTHONSAFEPATH=1
 (
   export CUDA_VISIBLE_DEVICES=0 EVO_CACHE_DIR=/tmp/evo-cache0
   cd /tmp && date -u
-  timeout -s INT 280 python3 "$REPO/benchmarks/session8/streamk_check.py"
+  timeout -s INT 280 python3 "$REPO/$CHECK"
   date -u
-) > "$OUT/streamk_check.log" 2>&1 &
+) > "$OUT/$(basename "$CHECK" .py).log" 2>&1 &
 A=$!
 (
   export CUDA_VISIBLE_DEVICES=1 EVO_CACHE_DIR=/tmp/evo-cache1

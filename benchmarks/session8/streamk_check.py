@@ -2,12 +2,14 @@
 tiles without it (and with a tail split), libraries in the same run, on shapes whose last round leaves
 SMs idle or whose few tiles meet a long K. `python3 streamk_check.py` on a GPU machine; one line per
 (shape, configuration) as it is measured."""
-import time
+import os
+import sys
 
-from evo.config import EvaluatorConfig
-from evo.core.shapes import Shape
-from evo.evaluation.evaluator import Evaluator
-from evo.families import HOPPER
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # benchmarks/hopper_check.py
+from hopper_check import time_configs  # noqa: E402
+
+from evo.core.shapes import Shape  # noqa: E402
+from evo.families import HOPPER  # noqa: E402
 
 SHAPES = [Shape(512, 10240, 8192), Shape(640, 8192, 8192), Shape(1024, 256, 4096), Shape(256, 1024, 4096),
           Shape(1024, 256, 16384), Shape(255, 2816, 2048), Shape(257, 9216, 3072), Shape(1000, 1000, 1000),
@@ -29,26 +31,7 @@ def configs(shape: Shape) -> list[dict]:
 
 
 def main() -> None:
-    ev = Evaluator(EvaluatorConfig(backend="gpu", draws=2, replays=3, target_replay_ms=10, timeout_s=30)).start()
-    num_sms = ev.devices[0].num_sms
-    pairs, names = [], {}
-    for shape in SHAPES:
-        for p in configs(shape):
-            cand = HOPPER.candidate(p, operator="streamk_check")
-            if cand.declaration.supports(shape, num_sms=num_sms):
-                names[(cand.id, shape)] = (f"{p['BM']}x{p['BN']}/{p['CONSUMERS']} st{p['STAGES']}"
-                                           + (" swap" if p["SWAP_AB"] else "") + (" SK" if p["STREAM_K"] else "")
-                                           + (f" tail{p['TAIL_SPLIT']}" if p["TAIL_SPLIT"] > 1 else ""))
-                pairs.append((cand, shape))
-    print(f"{len(pairs)} checks on {ev.devices[0].key}", flush=True)
-    start = time.time()
-    for e in ev.evaluate(pairs):
-        t = next((x.median_ms for x in e.timings), None) if e.ok else None
-        print(f"{str(e.shape):>16} {names[(e.kernel_id, e.shape)]:<28} {str(e.status):<14} "
-              f"{t * 1e3 if t else float('nan'):9.2f} us  vs best lib {e.speedup or 0:.3f}  "
-              f"rel err {e.max_rel_err if e.max_rel_err is not None else float('nan'):.1e}  {e.error[:120]}", flush=True)
-    print(f"done in {time.time() - start:.0f}s")
-    ev.close()
+    time_configs([(shape, configs(shape)) for shape in SHAPES], operator="streamk_check")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@
 #define SPLIT_K ${SPLIT_K}
 // TAIL_SPLIT > 1: the tiles left for the last, partial round split K to fill idle SMs
 #define TAIL_SPLIT ${TAIL_SPLIT}
-// STREAM_K 1: the k-steps of the last round's tiles are shared out evenly over every CTA (stream-K)
+// STREAM_K 1: the k-steps of the last round's tiles (and of a full round before it, where the
+// workspace holds its partials) are shared out evenly over every CTA (stream-K); 2: the last round's alone
 #define STREAM_K ${STREAM_K}
 // at least this many k-steps a CTA: a share of one k-step would cost more in its partial tile's
 // store and the fix-up's reads than it saves
@@ -268,7 +269,7 @@ __device__ __forceinline__ StreamK streamk_plan(int tiles, int slots, int k_tile
         s.segments = 0;
         return s;
     }
-    if (whole >= slots) {
+    if (STREAM_K == 1 && whole >= slots) {
         const StreamK wider = streamk_region(tiles, whole - slots, k_tiles, slots);
         if (streamk_fits(wider)) return wider;
     }

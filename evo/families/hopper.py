@@ -127,7 +127,7 @@ def _derive(p: Params) -> dict[str, str]:
         grid = (f"{pair} * min(num_sms * {p['CTAS_PER_SM']} // {pair}, {items})" if p["PERSISTENT"]
                 else f"{pair} * {items}")
     cluster_dims = p["SPLIT_K"] if cluster else pair
-    atomic = not cluster and (p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] == 1)  # partials meet in L2
+    atomic = not cluster and (p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] > 0)  # partials meet in L2
     tail_requires = (f"\n// @evo requires = num_sms * {p['CTAS_PER_SM'] * p['BM'] * p['BN']} <= 8388608"
                      if p["TAIL_SPLIT"] > 1 else "")  # one workspace slot per last-round tile
     return {
@@ -139,7 +139,8 @@ def _derive(p: Params) -> dict[str, str]:
         "STREAMK": template_text("streamk.cuh") if p["STREAM_K"] else "",
         "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
         "TAIL_HOW": (f"split up to {p['TAIL_SPLIT']} ways" if p["TAIL_SPLIT"] > 1 else
-                     "stream-K over every CTA (deterministic fix-up)" if p["STREAM_K"] else "none"),
+                     "stream-K over every CTA (deterministic fix-up)" if p["STREAM_K"] == 1 else
+                     "stream-K of the last round alone (deterministic fix-up)" if p["STREAM_K"] else "none"),
         "SPLIT_HOW": "cluster DSMEM" if cluster else ("fp32 atomics" if p["SPLIT_K"] > 1 else "none"),
         "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
     }
@@ -251,10 +252,11 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         tail = tiles % num_sms
         if (bm * bn == 128 * 256 and consumers == 2 and not swap and split == 1 and tiles > num_sms
                 and num_sms * 0.15 <= tail <= num_sms / 3 and k_tiles >= 128):
-            # Stream-K, measured on the H200 (benchmarks/session9/): of 44 stream-K configurations on 29
-            # llm_layers shapes it won on 3, all 128x256 or 256x128 tiles with two consumers, K >= 8192
-            # and a last round of 15-33% of the SMs (512x10240x8192, 640x8192x8192: 3% faster than any
-            # other pick; 5000x3584x18944: 0.7%); elsewhere it lost by 1-63%. Offered there only.
+            # Stream-K, measured on the H200 (benchmarks/session9/): of 44 stream-K configurations on 26
+            # llm_layers shapes, 4 won, on 3 shapes, all 128x256 or 256x128 tiles with two consumers,
+            # K >= 8192 and a last round of 15-33% of the SMs (512x10240x8192, 640x8192x8192: 3% faster
+            # than any other pick; 5000x3584x18944: 0.7%); the other 40 ran at 0.37-0.995 of the best
+            # speed. Offered there only.
             offer(streamk_score(M, N, bm, bn, num_sms) * bonus, dict(p, STREAM_K=1))
         if consumers == 1 and split == 1 and tiles > num_sms:
             # two CTAs per SM: one CTA's epilogue overlaps the other's loads and math
@@ -303,7 +305,7 @@ HOPPER = Family(
     space={"BM": SWAPPED_BM, "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
            "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16),
-           "SWAP_AB": (0, 1), "STREAM_K": (0, 1)},
+           "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,

@@ -64,7 +64,7 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
 
 _TAIL = re.compile(r"^\s*#define\s+TAIL_SPLIT\s+(\d+)\b", re.M)
 _SWAP = re.compile(r"^\s*#define\s+SWAP_AB\s+1\b", re.M)
-_STREAM_K = re.compile(r"^\s*#define\s+STREAM_K\s+1\b", re.M)
+_STREAM_K = re.compile(r"^\s*#define\s+STREAM_K\s+[12]\b", re.M)
 
 
 @lru_cache(maxsize=1024)
