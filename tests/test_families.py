@@ -335,8 +335,8 @@ def test_shortlists_split_the_last_round_where_it_leaves_most_sms_idle():
 def test_shortlists_offer_stream_k_only_where_it_was_measured_to_win():
     """Stream-K won with 128x256 or 256x128 tiles, two consumers, K >= 8192 and a last round of 15-33%
     of the SMs; it lost with one consumer, a long last round (3000x4096: 120 of 132 SMs busy), a very
-    short one (1025x10240x8192: 4 tiles), few k-steps (4097x4104x136, 333x6144x4096) and fewer tiles
-    than SMs (1024x256x4096)."""
+    short one (1025x10240x8192: 4 tiles), few k-steps (4097x4104x136), a 128x128 tile that took the
+    wider region (333x6144x4096, in run_b's compare) and fewer tiles than SMs (1024x256x4096)."""
     def offered(M: int, N: int, K: int) -> list[tuple[int, int, int]]:
         return [(p["BM"], p["BN"], p["CONSUMERS"]) for p in FAMILIES["hopper"].suggest(M, N, K, limit=64)
                 if p["STREAM_K"]]

@@ -1,8 +1,9 @@
 """Is the wider region what makes stream-K slow? STREAM_K=1 shares out the last round plus a full round
-before it (where the workspace holds the partials), STREAM_K=2 the last round alone. On the llm_layers
-shapes where the ninth session's sweep measured stream-K losing with a 128x128 or 128x192 tile (the
-wider region taken), and on 512x10240x8192 as a control (128x256: the two are the same kernel schedule
-there), time each tile plain, with STREAM_K=1, STREAM_K=2 and the tail split, libraries in the same run.
+before it (where the workspace holds the partials), STREAM_K=2 the last round alone. On the shapes
+where the ninth session measured stream-K losing with a 128x128 or 128x192 tile (the wider region
+taken: 333x6144x4096 in run_b's compare, the others in its llm_layers sweep), and on 512x10240x8192
+as a control (128x256: the two are the same kernel schedule there), time each tile plain, with
+STREAM_K=1, STREAM_K=2 and the tail split, libraries in the same run.
 `python3 streamk2_check.py` on a GPU machine; one line per (shape, configuration) as it is measured."""
 import os
 import sys

@@ -1,11 +1,9 @@
 """Each stream-K configuration a sweep measured, against the fastest configuration without stream-K on
 the same shape in the same archive (>1: stream-K faster). `python3 streamk_vs_best.py ARCHIVE[.gz]`."""
-import gzip
 import json
-import shutil
-import sqlite3
 import sys
-import tempfile
+
+from evo.archive.store import Archive
 
 QUERY = """
 select e.M, e.N, e.K, min(e.time_ms), k.params_json from evaluations e join kernels k on k.id = e.kernel_id
@@ -13,11 +11,9 @@ where e.status = 'ok' group by e.M, e.N, e.K, k.params_json"""
 
 
 def main(path: str) -> None:
-    with tempfile.NamedTemporaryFile(suffix=".sqlite") as tmp:
-        with (gzip.open(path) if path.endswith(".gz") else open(path, "rb")) as src:
-            shutil.copyfileobj(src, tmp)
-        tmp.flush()
-        rows = sqlite3.connect(tmp.name).execute(QUERY).fetchall()
+    archive = Archive.open(path, readonly=True)  # reads a .sqlite.gz as it is
+    rows = archive.db.execute(QUERY).fetchall()
+    archive.close()
     best: dict[tuple, float] = {}
     streamk = []
     for M, N, K, t, params in rows:

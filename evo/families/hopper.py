@@ -193,18 +193,22 @@ def rounds(work: int, ctas_per_sm: int, tail_cap: int, K: int, num_sms: int) -> 
 def tail_score(M: int, N: int, bm: int, bn: int, parts: int, num_sms: int, reduction_cost: float = 0.25) -> float:
     """`tile_score` for a tail split: full rounds of whole tiles, then a round of tiles in `parts`
     K slices, each slice paying the split-K reduction."""
-    tm, tn = -(-M // bm), -(-N // bn)
-    tiles = tm * tn
+    tiles = -(-M // bm) * -(-N // bn)
     busiest = tiles // num_sms + (1 + reduction_cost * math.log2(parts)) / parts  # rounds of the busiest CTA
-    return (M * N) / (tiles * bm * bn) * tiles / (busiest * num_sms) * tile_intensity(bm, bn)
+    return _rounds_score(M, N, bm, bn, busiest, num_sms)
 
 
 def streamk_score(M: int, N: int, bm: int, bn: int, num_sms: int, overhead: float = 0.1) -> float:
     """`tile_score` for stream-K: the tiles' k-steps shared evenly over the SMs, every CTA paying
     `overhead` for its partials and the fix-up."""
-    tm, tn = -(-M // bm), -(-N // bn)
-    tiles = tm * tn
-    busiest = tiles / num_sms * (1 + overhead)
+    busiest = -(-M // bm) * -(-N // bn) / num_sms * (1 + overhead)
+    return _rounds_score(M, N, bm, bn, busiest, num_sms)
+
+
+def _rounds_score(M: int, N: int, bm: int, bn: int, busiest: float, num_sms: int) -> float:
+    """Useful fraction of the work issued when the busiest CTA runs `busiest` rounds of tiles (padding
+    and idle SMs), discounted for small tiles as in `tile_score`."""
+    tiles = -(-M // bm) * -(-N // bn)
     return (M * N) / (tiles * bm * bn) * tiles / (busiest * num_sms) * tile_intensity(bm, bn)
 
 
@@ -254,9 +258,10 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
                 and num_sms * 0.15 <= tail <= num_sms / 3 and k_tiles >= 128):
             # Stream-K, measured on the H200 (benchmarks/session9/): of 44 stream-K configurations on 26
             # llm_layers shapes, 4 won, on 3 shapes, all 128x256 or 256x128 tiles with two consumers,
-            # K >= 8192 and a last round of 15-33% of the SMs (512x10240x8192, 640x8192x8192: 3% faster
-            # than any other pick; 5000x3584x18944: 0.7%); the other 40 ran at 0.37-0.995 of the best
-            # speed. Offered there only.
+            # K >= 8192 and a last round of 21-24% of the SMs (512x10240x8192, 640x8192x8192: 128x256
+            # 3% faster than any other pick, 256x128 1.2%; 5000x3584x18944: 0.7%); the other 40 ran at
+            # 0.37-0.995 of the best speed. Offered only in that neighbourhood (a last round of 15-33%),
+            # where one measured configuration lost (256x128 on 5000x3584x18944, 0.992).
             offer(streamk_score(M, N, bm, bn, num_sms) * bonus, dict(p, STREAM_K=1))
         if consumers == 1 and split == 1 and tiles > num_sms:
             # two CTAs per SM: one CTA's epilogue overlaps the other's loads and math
