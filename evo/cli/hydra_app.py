@@ -141,8 +141,20 @@ def compose(overrides: list[str]) -> tuple[EvoConfig, DictConfig]:
         with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
             cfg = hydra_compose(config_name="config", overrides=list(overrides))
     except Exception as e:  # hydra and omegaconf raise many types; all mean a bad override
-        raise ConfigError(_first_line(e)) from None
+        raise ConfigError(_needs_plus(_first_line(e), overrides)) from None
     return validate(cfg), cfg
+
+
+def _needs_plus(msg: str, overrides: list[str]) -> str:
+    """`experiment=quick` for a group the defaults list leaves out: say to add it with `+`."""
+    m = re.match(r"Could not override '([\w.]+)'\. No match in the defaults list", msg)
+    given = next((o for o in overrides if m and o.partition("=")[0] == m.group(1)), None)
+    options = group_options().get(m.group(1)) if m else None
+    if m is None or given is None or options is None:
+        return msg
+    group, value = m.group(1), given.partition("=")[2]
+    plus = f"+{given}" if value in options else f"+{group}=NAME (NAME one of {', '.join(options)})"
+    return f"{given}: the default configuration has no {group}, so add one with a plus: {plus}"
 
 
 def _sweep_values(value: str) -> list[str] | None:
