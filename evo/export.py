@@ -112,6 +112,15 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
         manifest["warning"] = "times are MODELLED by the CPU test double (evaluator=simulated), not measured"
         log.warning("this run used evaluator=simulated: the manifest's times are modelled, not measured")
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    log.info(f"exported {len(entries)} kernels to {out_dir}/ (manifest.json); use them with "
-        f"evo.dispatch.configure('{out_dir}') then evo.dispatch.matmul(a, b)")
+    log.info(f"exported {len(entries)} kernels to {out_dir}/ (manifest.json)")
     return manifest
+
+
+def next_step(out: str, *, verified: bool, again: str = "") -> str:
+    """What to do with an export folder: use it, or (not verified yet) re-check it with `again`, the
+    `evo export ... --verify` to run on the GPU machine, since evo.dispatch skips unverified kernels."""
+    use = f"evo.dispatch.configure('{out}') then evo.dispatch.matmul(a, b)"
+    if verified:
+        return f"use them with {use}"
+    return (f"not verified: evo.dispatch skips unverified kernels (torch runs every call); on the GPU machine "
+            f"that will run them: {again or 'evo export ARCHIVE'} --verify")
