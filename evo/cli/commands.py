@@ -5,6 +5,7 @@ import argparse
 import logging
 import threading
 
+from evo.cli.terminal import fail, interrupted
 from evo.core.errors import EvoError
 from evo.core.logs import RESULT
 from evo.core.version import VERSION
@@ -32,7 +33,11 @@ def resume_cli(argv: list[str]) -> None:
     p.add_argument("overrides", nargs="*", help="e.g. search.max_evaluations=5000 islands.n=6 llm=none; settings "
                    "that change what the archive means (shapes, search.seed, evaluator.backend, ...) are refused")
     a = p.parse_args(argv)
-    resume(a.archive, a.run, overrides=a.overrides, take_over=a.take_over)
+    try:
+        resume(a.archive, a.run, overrides=a.overrides, take_over=a.take_over)
+    except KeyboardInterrupt:
+        again = " ".join(["evo resume", a.archive, *(["--run", str(a.run)] if a.run else [])])
+        fail(interrupted(a.archive, again), 130)
 
 
 def export_cli(argv: list[str]) -> None:

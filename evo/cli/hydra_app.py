@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from evo.cli.terminal import fail
+from evo.cli.terminal import fail, interrupted
 from evo.config import EvoConfig, register_configs, validate
 from evo.core.errors import ConfigError, EvoError
 
@@ -311,9 +311,8 @@ def hydra_command(name: str, argv: list[str]) -> None:
                 result = task(c, cfg)
             except EvoError as e:
                 fail(str(e))
-            except KeyboardInterrupt:
-                fail("interrupted: the archive holds everything finished so far"
-                     + ("; `evo resume` continues a search" if name in ("run", "resume") else ""), 130)
+            except KeyboardInterrupt:  # Ctrl-C, kill PID, or the reader of the output gone (evo.cli.main)
+                fail(interrupted(c.archive.path, f"evo resume {c.archive.path}" if name == "run" else None), 130)
             log.debug(f"{name}: {result}")
             return
         # one archive per job, in the job's own output directory
