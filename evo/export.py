@@ -14,6 +14,7 @@ from pathlib import Path
 
 from evo.archive import Archive
 from evo.archive import queries as q
+from evo.archive.empty import no_kernels
 from evo.core.dispatch_table import build_tables, recorded_speedup
 from evo.core.errors import CompileToolError, EvoError
 from evo.core.kernel import parse_declaration, waits_first_in_ptx
@@ -49,12 +50,8 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
     a = Archive.open(archive_path, readonly=True)
     run = q.resolve_run(a, run_id)
     rows = q.elites(a, run["id"])
-    if not rows:
-        # a bench (or a run that found nothing) can be the last run of a search's archive: name the run to take
-        others = [r["id"] for r in a.runs() if r["id"] != run["id"] and q.elites(a, r["id"])]
-        hint = f"; run {others[-1]} has: evo export {archive_path} --run {others[-1]}" if others else ""
-        raise EvoError(f"run {run['id']} ({run.get('kind') or 'run'}) of {archive_path} has no correct kernel "
-                       f"to export{hint}")
+    if not rows:  # a bench (or a run that found nothing) can be the last run of a search's archive
+        raise EvoError(f"nothing to export: {no_kernels(a, run, 'export')}")
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     compiler = None
@@ -112,6 +109,15 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
         manifest["warning"] = "times are MODELLED by the CPU test double (evaluator=simulated), not measured"
         log.warning("this run used evaluator=simulated: the manifest's times are modelled, not measured")
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    log.info(f"exported {len(entries)} kernels to {out_dir}/ (manifest.json); use them with "
-        f"evo.dispatch.configure('{out_dir}') then evo.dispatch.matmul(a, b)")
+    log.info(f"exported {len(entries)} kernels to {out_dir}/ (manifest.json)")
     return manifest
+
+
+def next_step(out: str, *, verified: bool, again: str = "") -> str:
+    """What to do with an export folder: use it, or (not verified yet) re-check it with `again`, the
+    `evo export ... --verify` to run on the GPU machine, since evo.dispatch skips unverified kernels."""
+    use = f"evo.dispatch.configure('{out}') then evo.dispatch.matmul(a, b)"
+    if verified:
+        return f"use them with {use}"
+    return (f"not verified: evo.dispatch skips unverified kernels (torch runs every call); on the GPU machine "
+            f"that will run them: {again or 'evo export ARCHIVE'} --verify")

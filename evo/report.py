@@ -10,13 +10,16 @@ import importlib
 import json
 import logging
 import math
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
 from evo.archive import Archive
 from evo.archive import queries as q
+from evo.archive.empty import no_kernels, run_label
 from evo.archive.search_state import policy_history
 from evo.core.errors import EvoError
+from evo.core.logs import RESULT
 from evo.core.shapes import BUCKETS, Shape
 from evo.core.summary import bucket_table, geomean
 
@@ -207,6 +210,8 @@ def report(archive_path: str, *, run_id: int | None = None, out: str | None = No
     out_dir = Path(out or f"{stem}-report-run{rid}")
     out_dir.mkdir(parents=True, exist_ok=True)
     elites = q.elites(a, rid)
+    if not elites:
+        log.warning(f"the report shows no speedups: {no_kernels(a, run, 'report')}")
     config = json.loads(run["config_json"] or "{}")
     shapes_cfg = config.get("shapes", {})
     from evo.core.shapes import build_shape_set
@@ -221,14 +226,16 @@ def report(archive_path: str, *, run_id: int | None = None, out: str | None = No
             "coverage.png": lambda p: coverage(a, rid, n_cells, p),
             "failures.png": lambda p: failures_plot(q.failures(a, rid), p)}
     made = []
-    for name, draw in pngs.items():
-        if draw(out_dir / name) is not False:
-            made.append(name)
+    with warnings.catch_warnings():  # matplotlib's notes on empty plots (no legend entries, ...) are noise here
+        warnings.simplefilter("ignore", UserWarning)
+        for name, draw in pngs.items():
+            if draw(out_dir / name) is not False:
+                made.append(name)
     table = bucket_table({Shape(e["M"], e["N"], e["K"]): e for e in elites})
     simulated = any(e["backend"] == "simulated" for e in elites)
     page = _html(run, elites, table, made, out_dir, simulated, n_cells, q.throttling(a, rid))
     (out_dir / "report.html").write_text(page, encoding="utf-8")
-    log.info(f"report: {out_dir / 'report.html'} (+ {len(made)} PNGs)")
+    log.info(f"report of {run_label(run)}: {out_dir / 'report.html'} (+ {len(made)} PNGs)", extra=RESULT)
     return out_dir / "report.html"
 
 

@@ -8,17 +8,16 @@ import logging
 import os
 import random
 import shutil
-import signal
 import sqlite3
 
 import pytest
 
 from evo.archive import Archive
 from evo.archive.schema import MIGRATIONS
-from evo.cli import main
 from evo.cli.hydra_app import compose
 from evo.core.errors import ArchiveError
 from evo.search import run_search
+from tests.cli_helpers import evo_cli
 
 SMALL = ["evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,77x4096x4096,1024x1024x1024]",
          "search.max_evaluations=12", "islands.n=2", "islands.population=4", "search.children_per_island=4",
@@ -36,26 +35,6 @@ def several_runs(tmp_path_factory):
 
 def digest(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def evo_cli(capsys, *args) -> tuple[int, str, str]:
-    """`evo ARGS` in this process: (exit code, stdout, stderr). The `evo` logger and SIGPIPE, which
-    the command line sets up for a process of its own, are put back afterwards."""
-    evo_log = logging.getLogger("evo")
-    saved = evo_log.handlers[:], evo_log.level, evo_log.propagate
-    sigpipe = signal.getsignal(signal.SIGPIPE) if hasattr(signal, "SIGPIPE") else None
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    finally:
-        evo_log.handlers[:], evo_log.propagate = saved[0], saved[2]
-        evo_log.setLevel(saved[1])
-        if sigpipe is not None:
-            signal.signal(signal.SIGPIPE, sigpipe)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ---- read-only opens -----------------------------------------------------------------------

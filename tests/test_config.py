@@ -114,3 +114,12 @@ def test_a_misspelt_key_gets_the_closest_key_of_its_section():
     with pytest.raises(ConfigError) as nothing_close:
         compose(["search.zzzqqq=3"])
     assert "did you mean" not in str(nothing_close.value)
+
+
+def test_an_optional_group_without_a_plus_says_to_add_one():
+    with pytest.raises(ConfigError) as info:
+        compose(["experiment=quick"])
+    assert str(info.value) == ("experiment=quick: the default configuration has no experiment, so add one with a "
+                               "plus: +experiment=quick")
+    with pytest.raises(ConfigError, match=r"\+experiment=NAME \(NAME one of .*quick"):
+        compose(["experiment=nope"])

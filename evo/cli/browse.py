@@ -9,17 +9,18 @@ from pathlib import Path
 
 from evo.archive import Archive
 from evo.archive import queries as q
+from evo.archive.empty import no_failures, no_kernels, no_llm_calls
 from evo.cli.tables import format_table
 from evo.families import FAMILIES
 
 
-def _emit(args, rows, columns, headers=None) -> None:
+def _emit(args, rows, columns, headers=None, empty: str = "(nothing)") -> None:
     if args.json:
         print(json.dumps(rows, indent=1, default=str))
     elif rows:
         print(format_table(rows, columns, headers))
     else:
-        print("(nothing)")
+        print(empty)
 
 
 def cmd_runs(args) -> None:
@@ -54,7 +55,7 @@ def cmd_elites(args) -> None:
     _emit(args, rows, ["shape", "kernel", "made_by", "time_us", *[f"vs_{lib}" for lib in libs], "roofline_fraction",
                        "mode", *extra],
           ["shape", "kernel", "family/operator", "time_us", *[f"x_{lib}" for lib in libs], "roofline", "mode",
-           *(["genes (besides the family default)"] if extra else [])])
+           *(["genes (besides the family default)"] if extra else [])], empty=no_kernels(a, run, "archive elites"))
 
 
 def genes_apart_from_default(family: str | None, params_json: str | None) -> str:
@@ -115,15 +116,13 @@ def cmd_diff(args) -> None:
 
 def cmd_failures(args) -> None:
     a = Archive.open(args.archive, readonly=True)
-    run_id = q.resolve_run(a, args.run)["id"]
+    run = q.resolve_run(a, args.run)
+    run_id = run["id"]
     rows = q.failures(a, run_id)
     # children that failed before any evaluation (an operator's error, a child no shape supports) are
     # not evaluations: the search counts them in its state
     made = (a.get_state(run_id, "search") or {}).get("failures") or {}
-    if rows or args.json or not made:
-        _emit(args, rows, ["status", "operator", "count"])
-    else:
-        print("no failed evaluations")
+    _emit(args, rows, ["status", "operator", "count"], empty=no_failures(run))
     if made and not args.json:
         print("children that never reached the evaluator (counted by the search): "
               + ", ".join(f"{k} {v}" for k, v in sorted(made.items(), key=lambda kv: -kv[1])))
@@ -132,7 +131,8 @@ def cmd_failures(args) -> None:
 def cmd_llm(args) -> None:
     """Every call of the run, then totals by operator and outcome, then the run's total and cache-read share."""
     a = Archive.open(args.archive, readonly=True)
-    run_id = q.resolve_run(a, args.run)["id"]
+    run = q.resolve_run(a, args.run)
+    run_id = run["id"]
     calls, totals = q.llm_call_list(a, run_id), q.llm_usage(a, run_id)
     tokens = {k: sum(r[k] or 0 for r in totals) for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens")}
     prompt_tokens = sum(tokens.values())
@@ -144,7 +144,8 @@ def cmd_llm(args) -> None:
         return
     _emit(args, calls, ["id", "operator", "outcome", "stop_reason", "input_tokens", "output_tokens",
                         "cache_read_tokens", "cache_write_tokens", "cost_usd", "latency_s", "kernel", "error"],
-          ["id", "operator", "outcome", "stop", "in", "out", "cache rd", "cache wr", "USD", "s", "kernel", "error"])
+          ["id", "operator", "outcome", "stop", "in", "out", "cache rd", "cache wr", "USD", "s", "kernel", "error"],
+          empty=no_llm_calls(run))
     if calls:
         print()
         _emit(args, totals, ["operator", "outcome", "calls", "input_tokens", "output_tokens", "cache_read_tokens",

@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import threading
 
+from evo.cli.terminal import fail, interrupted
 from evo.core.errors import EvoError
+from evo.core.logs import RESULT
 from evo.core.version import VERSION
+
+log = logging.getLogger(__name__)
 
 
 def _parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -28,11 +33,15 @@ def resume_cli(argv: list[str]) -> None:
     p.add_argument("overrides", nargs="*", help="e.g. search.max_evaluations=5000 islands.n=6 llm=none; settings "
                    "that change what the archive means (shapes, search.seed, evaluator.backend, ...) are refused")
     a = p.parse_args(argv)
-    resume(a.archive, a.run, overrides=a.overrides, take_over=a.take_over)
+    try:
+        resume(a.archive, a.run, overrides=a.overrides, take_over=a.take_over)
+    except KeyboardInterrupt:
+        again = " ".join(["evo resume", a.archive, *(["--run", str(a.run)] if a.run else [])])
+        fail(interrupted(a.archive, again), 130)
 
 
 def export_cli(argv: list[str]) -> None:
-    from evo.export import export
+    from evo.export import export, next_step
     p = _parser("evo export", "Write the best kernel per shape of a run as .cu files with a manifest.json (and "
                 "cubins, where nvcc is present), ready for evo.dispatch or outside tools.")
     p.add_argument("archive", help="the SQLite archive of a search or sweep")
@@ -44,13 +53,18 @@ def export_cli(argv: list[str]) -> None:
                    "range, faster than torch beyond noise); evo.dispatch uses only ranges re-checked on its GPU")
     a = p.parse_args(argv)
     export(a.archive, a.out, run_id=a.run, with_cubins=not a.no_cubins)
-    if a.verify:
-        try:
-            from evo.dispatch.verify import verify
-        except ImportError as e:
-            raise EvoError(f"--verify needs torch with CUDA ({e}): pip install 'evo-hgemm[gpu]' (or -e '.[gpu]' in evo's "
-                           f"checkout) on the GPU machine; the export itself is written to {a.out.rstrip('/')}/") from None
-        verify(a.out)
+    out = a.out.rstrip("/") or a.out
+    if not a.verify:
+        again = " ".join(["evo export", a.archive, *(["--run", str(a.run)] if a.run else []), "--out", out])
+        log.info(next_step(out, verified=False, again=again), extra=RESULT)
+        return
+    try:
+        from evo.dispatch.verify import verify
+    except ImportError as e:
+        raise EvoError(f"--verify needs torch with CUDA ({e}): pip install 'evo-hgemm[gpu]' (or -e '.[gpu]' in evo's "
+                       f"checkout) on the GPU machine; the export itself is written to {out}/") from None
+    verify(a.out)
+    log.info(next_step(out, verified=True), extra=RESULT)
 
 
 def report_cli(argv: list[str]) -> None:

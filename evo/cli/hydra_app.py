@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from evo.cli.terminal import fail
+from evo.cli.terminal import fail, interrupted
 from evo.config import EvoConfig, register_configs, validate
 from evo.core.errors import ConfigError, EvoError
 
@@ -141,8 +141,20 @@ def compose(overrides: list[str]) -> tuple[EvoConfig, DictConfig]:
         with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
             cfg = hydra_compose(config_name="config", overrides=list(overrides))
     except Exception as e:  # hydra and omegaconf raise many types; all mean a bad override
-        raise ConfigError(_first_line(e)) from None
+        raise ConfigError(_needs_plus(_first_line(e), overrides)) from None
     return validate(cfg), cfg
+
+
+def _needs_plus(msg: str, overrides: list[str]) -> str:
+    """`experiment=quick` for a group the defaults list leaves out: say to add it with `+`."""
+    m = re.match(r"Could not override '([\w.]+)'\. No match in the defaults list", msg)
+    given = next((o for o in overrides if m and o.partition("=")[0] == m.group(1)), None)
+    options = group_options().get(m.group(1)) if m else None
+    if m is None or given is None or options is None:
+        return msg
+    group, value = m.group(1), given.partition("=")[2]
+    plus = f"+{given}" if value in options else f"+{group}=NAME (NAME one of {', '.join(options)})"
+    return f"{given}: the default configuration has no {group}, so add one with a plus: {plus}"
 
 
 def _sweep_values(value: str) -> list[str] | None:
@@ -299,9 +311,8 @@ def hydra_command(name: str, argv: list[str]) -> None:
                 result = task(c, cfg)
             except EvoError as e:
                 fail(str(e))
-            except KeyboardInterrupt:
-                fail("interrupted: the archive holds everything finished so far"
-                     + ("; `evo resume` continues a search" if name in ("run", "resume") else ""), 130)
+            except KeyboardInterrupt:  # Ctrl-C, kill PID, or the reader of the output gone (evo.cli.main)
+                fail(interrupted(c.archive.path, f"evo resume {c.archive.path}" if name == "run" else None), 130)
             log.debug(f"{name}: {result}")
             return
         # one archive per job, in the job's own output directory

@@ -28,6 +28,14 @@ HYDRA_COMMANDS = ("run", "bench", "sweep", "compare", "selftest")
 QUIET, VERBOSE = ("-q", "--quiet"), ("-v", "--verbose")
 
 
+#: the commands that record a run in an archive (evo.search.session)
+RECORDING = HYDRA_COMMANDS + ("resume",)
+
+
+def _command(args: list[str]) -> str | None:
+    return next((a for a in args if a not in QUIET + VERBOSE), None)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     level = logging.INFO
@@ -75,9 +83,15 @@ def _stop(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _reader_gone(signum, frame) -> None:
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # later writes fail quietly (evo.cli.terminal)
+    raise KeyboardInterrupt("broken pipe")
+
+
 def entry() -> None:
     """The `evo` command (and `python -m evo`): main() as a process of its own."""
-    if hasattr(signal, "SIGPIPE"):  # `evo ... | head`: end quietly when the reader goes away
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if hasattr(signal, "SIGPIPE"):  # `evo archive ... | head`: end quietly when the reader goes away;
+        # a recorded command (`evo run ... 2>&1 | head`) stops as on Ctrl-C: run "stopped", resumable
+        signal.signal(signal.SIGPIPE, _reader_gone if _command(sys.argv[1:]) in RECORDING else signal.SIG_DFL)
     signal.signal(signal.SIGTERM, _stop)  # kill PID: the same clean stop as Ctrl-C (run marked "stopped")
     main()

@@ -1,7 +1,9 @@
 """What the command line shows: results on stdout, evo's log messages on stderr, one-line errors."""
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
 
 
@@ -17,6 +19,24 @@ class _TerminalFormatter(logging.Formatter):
         return text
 
 
+class _TerminalHandler(logging.StreamHandler):
+    """A stream whose reader went away (`evo run ... 2>&1 | head`) is sent to /dev/null, without a
+    "Logging error" traceback for every message that follows; the main module's SIGPIPE handler
+    stops a run as Ctrl-C would."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if isinstance(sys.exc_info()[1], BrokenPipeError):
+            drop_broken_stream(self.stream)
+        else:
+            super().handleError(record)
+
+
+def drop_broken_stream(stream) -> None:
+    """Point a stream whose reader went away at /dev/null, so later writes and the flush at exit pass quietly."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
 def _is_result(record: logging.LogRecord) -> bool:
     return bool(getattr(record, "result", False))
 
@@ -28,11 +48,11 @@ def configure_logging(level: int) -> None:
     root = logging.getLogger("evo")
     for h in [h for h in root.handlers if getattr(h, "_evo_terminal", False)]:
         root.removeHandler(h)
-    messages = logging.StreamHandler(sys.stderr)
+    messages = _TerminalHandler(sys.stderr)
     messages.setFormatter(_TerminalFormatter())
     messages.setLevel(level)
     messages.addFilter(lambda r: not _is_result(r))
-    results = logging.StreamHandler(sys.stdout)
+    results = _TerminalHandler(sys.stdout)
     results.setFormatter(logging.Formatter("%(message)s"))
     results.addFilter(_is_result)
     for h in (messages, results):
@@ -43,5 +63,15 @@ def configure_logging(level: int) -> None:
 
 
 def fail(message: str, code: int = 2) -> None:
-    print(f"evo: error: {message}", file=sys.stderr)
+    try:
+        print(f"evo: error: {message}", file=sys.stderr)
+    except BrokenPipeError:  # stderr's reader went away too (`2>&1 | head`): the exit code still says it
+        drop_broken_stream(sys.stderr)
     sys.exit(code)
+
+
+def interrupted(archive: str, resume: str | None = None) -> str:
+    """The line for a stopped recorded command: where its work is, and (a search) how to continue it."""
+    if resume:
+        return f"interrupted: run stopped; continue it with `{resume}`"
+    return f"interrupted: {archive} holds everything finished so far"

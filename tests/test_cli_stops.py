@@ -1,0 +1,47 @@
+"""How a recorded command ends early: Ctrl-C under -q still names the archive to resume, and a run
+whose output reader goes away (`evo run ... 2>&1 | head`) stops as on Ctrl-C, resumable."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import evo.search
+import evo.search.sweep
+from evo.archive import Archive
+from evo.search import resume
+from tests.cli_helpers import evo_cli
+
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_under_quiet_still_says_how_to_resume(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(evo.search, "run_search", _interrupt)
+    monkeypatch.setattr(evo.search, "resume", _interrupt)
+    monkeypatch.setattr(evo.search.sweep, "run_sweep", _interrupt)
+    path = tmp_path / "a.sqlite"
+    code, _, err = evo_cli(capsys, "-q", "run", "evaluator=simulated", f"archive.path={path}")
+    assert code == 130 and err.strip() == f"evo: error: interrupted: run stopped; continue it with `evo resume {path}`"
+    code, _, err = evo_cli(capsys, "-q", "resume", str(path), "--run", "2")
+    assert code == 130 and err.strip() == f"evo: error: interrupted: run stopped; continue it with `evo resume {path} --run 2`"
+    code, _, err = evo_cli(capsys, "-q", "sweep", "evaluator=simulated", f"archive.path={path}")
+    assert code == 130 and err.strip() == f"evo: error: interrupted: {path} holds everything finished so far"
+
+
+def test_a_run_whose_reader_goes_away_is_stopped_and_resumes(tmp_path):
+    path = tmp_path / "p.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "evo", "run", "evaluator=simulated", "llm=none", "shapes=inline",
+                             "shapes.list=[64x64x64]", "islands.n=1", "islands.population=2",
+                             "search.children_per_island=2", "search.max_evaluations=200", f"archive.path={path}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:  # `2>&1 | head`: read a little, then go away
+        if "gen   1 |" in line:
+            break
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 130
+    run = Archive.open(path, readonly=True).runs()[0]
+    assert run["status"] == "stopped" and run["evaluations"] < 200
+    assert resume(str(path)).reason.startswith("evaluation budget reached")
+    assert Archive.open(path, readonly=True).runs()[0]["status"] == "finished"
