@@ -1,7 +1,7 @@
 """Time hopper configurations on chosen shapes beside the libraries, in one run on one GPU: one line per
 (shape, configuration) as it is measured (status, median time, speedup over the best library, max
 relative error). Used by the sessions' stream-K checks (`benchmarks/session8/streamk_check.py`,
-`benchmarks/session9/streamk2_check.py`)."""
+`benchmarks/session9/streamk2_check.py`) and the fix-up check (`benchmarks/session10/fixup_check.py`)."""
 import time
 
 from evo.config import EvaluatorConfig
@@ -12,10 +12,12 @@ from evo.families._family import Params
 
 
 def label(p: Params) -> str:
-    """128x256/2 st4 [swap] [SK or SK2] [tailN]: tile, consumers, stages and the schedule genes."""
+    """128x256/2 st4 [swap] [SK or SK2] [splitN[cl]] [tailN] [ord]: tile, consumers, stages and the schedule
+    genes (cl: cluster split-K; ord: FIXUP=1)."""
     sk = {0: "", 1: " SK", 2: " SK2"}[p["STREAM_K"]]
+    split = (f" split{p['SPLIT_K']}" + ("cl" if p["SPLIT_CLUSTER"] else "")) if p["SPLIT_K"] > 1 else ""
     return (f"{p['BM']}x{p['BN']}/{p['CONSUMERS']} st{p['STAGES']}" + (" swap" if p["SWAP_AB"] else "") + sk
-            + (f" tail{p['TAIL_SPLIT']}" if p["TAIL_SPLIT"] > 1 else ""))
+            + split + (f" tail{p['TAIL_SPLIT']}" if p["TAIL_SPLIT"] > 1 else "") + (" ord" if p.get("FIXUP") else ""))
 
 
 def time_configs(cases: list[tuple[Shape, list[Params]]], operator: str) -> None:

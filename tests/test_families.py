@@ -227,10 +227,13 @@ SCHEDULE_CHECK = r"""
 // and its last round has at most one item per CTA. Stream-K: every item with k-steps takes part in
 // its tile's fix-up, each partial in a workspace slot of its own that lies inside the workspace, and
 // the parts of a slot are numbered 0 .. parts-1 once each (its slots: the last two rounds' tiles;
-// with STREAM_K 2 the last round's alone).
+// with STREAM_K 2 the last round's alone). The same for the partials of FIXUP 1 (ordered split-K).
 int check(int M, int N, int K, int slots) {
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
     const int tiles = tiles_m * tiles_n, items = count_items(tiles, slots, k_tiles);
+    // FIXUP 1 gives every partial a workspace tile of its own; the declaration's requires lines keep
+    // larger products (or rounds of CTAs) away from the kernel
+    if (FIXUP && (long long)(TAIL_SPLIT > 1 ? slots : tiles * SPLIT_K) * BM * BN > EVO_WS_FLOATS) return 0;
     const int slot_limit = STREAM_K ? 2 * slots : TAIL_SPLIT > 1 ? slots : tiles;
     std::vector<int> seen(tiles * k_tiles, 0), slot_tile(slot_limit, -1), slot_items(slot_limit, 0);
     std::vector<int> slot_parts(slot_limit, 0);
@@ -248,9 +251,9 @@ int check(int M, int N, int K, int slots) {
         if (w.slot < 0 || w.slot >= slot_limit) return 2;
         if (slot_tile[w.slot] != -1 && (slot_tile[w.slot] != tile || slot_parts[w.slot] != w.parts)) return 3;
         slot_tile[w.slot] = tile; slot_parts[w.slot] = w.parts; slot_items[w.slot] += 1;
-        if (STREAM_K) {
+        if (STREAM_K || FIXUP) {
             const long long index = (long long)w.base + w.part;
-            if (w.part < 0 || w.part >= w.parts || w.parts > STREAM_K_MAX_SHARES + 2 || index < 0
+            if (w.part < 0 || w.part >= w.parts || (STREAM_K && w.parts > STREAM_K_MAX_SHARES + 2) || index < 0
                 || (index + 1) * BM * BN > EVO_WS_FLOATS || partial_used[index]) return 7;
             partial_used[index] = 1;
             slot_part_seen[w.slot].resize(w.parts, 0);
@@ -279,7 +282,9 @@ int main() {
 @pytest.mark.parametrize("change", [dict(TAIL_SPLIT=4), dict(TAIL_SPLIT=16, BM=64, BN=64, CONSUMERS=1),
                                     dict(SPLIT_K=3, PERSISTENT=0), dict(GROUP_M=1), dict(STREAM_K=1),
                                     dict(STREAM_K=1, BM=64, BN=64, CONSUMERS=1, GROUP_M=1),
-                                    dict(STREAM_K=2, BN=128), dict(STREAM_K=2, BM=64, BN=64, CONSUMERS=1)])
+                                    dict(STREAM_K=2, BN=128), dict(STREAM_K=2, BM=64, BN=64, CONSUMERS=1),
+                                    dict(TAIL_SPLIT=4, FIXUP=1), dict(SPLIT_K=3, PERSISTENT=0, FIXUP=1),
+                                    dict(SPLIT_K=2, FIXUP=1, BM=64, BN=64, CONSUMERS=1)])
 def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
     """The persistent schedule of hopper.cu itself (not a copy of it), compiled for the host by nvcc:
     whole tiles in full rounds, the last round's tiles split over K (a tail split) or shared out
@@ -292,7 +297,7 @@ def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
         pytest.skip("needs nvcc (CUDA 13) to compile the schedule for the host")
     fam = FAMILIES["hopper"]
     source = fam.render(dict(fam.default, STAGES=2, **change))
-    names = "BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT|STREAM_K|STREAM_K_MIN_STEPS|STREAM_K_MAX_SHARES|EVO_WS_FLOATS"
+    names = "BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT|STREAM_K|FIXUP|STREAM_K_MIN_STEPS|STREAM_K_MAX_SHARES|EVO_WS_FLOATS"
     defines = "\n".join(re.findall(rf"^#define (?:{names}) .*$", source, re.M))
     defines += "\n#ifndef EVO_WS_FLOATS\n#define EVO_WS_FLOATS (8 * 1024 * 1024)\n#endif"
     schedule = source[source.index("struct Work"):source.index('extern "C" __global__')]
@@ -372,7 +377,7 @@ def test_the_valid_genome_lies_in_the_subspaces_enumerated():
     fam, rng = FAMILIES["hopper"], random.Random(5)
     known = {tuple(p[k] for k in fam.space) for p in fam.all_valid}
     seen = 0
-    for _ in range(20000):
+    for _ in range(40000):
         params = {k: rng.choice(v) for k, v in fam.space.items()}
         if fam.valid(params):
             seen += 1
@@ -410,6 +415,21 @@ def test_transposed_products_compile_without_spills(change, compiler):
     assert "C7514" not in result.log  # the epilogue reads no accumulator while a wgmma may still write it
 
 
+def _compiled_without_spills(change: dict, compiler, spills: int) -> tuple[dict, str]:
+    """The hopper default with `change`, valid, compiled for sm_90a with at most `spills` words spilled
+    and no serialized wgmma: (params, source)."""
+    fam = FAMILIES["hopper"]
+    params = fam.complete(dict(fam.default, **change))
+    assert fam.problem(params) is None
+    source = fam.render(params)
+    result = compiler.compile(source)
+    assert result.ok, result.log
+    assert result.resources is not None
+    assert result.resources.spill_stores <= spills and result.resources.stack <= spills
+    assert "C7514" not in result.log  # the epilogue reads no accumulator while a wgmma may still write it
+    return params, source
+
+
 @pytest.mark.parametrize("change", [
     dict(), dict(BM=128, BN=128, CONSUMERS=1, STAGES=6), dict(SWAP_AB=1, BM=136, BN=128, STAGES=5),
     dict(SWAP_AB=1, BM=24, BN=64, CONSUMERS=1, CTAS_PER_SM=2, STAGES=4)])
@@ -418,19 +438,25 @@ def test_stream_k_kernels_compile_without_spills_and_launch_a_round_at_most(chan
     a few words of spills (one consumer with 128 accumulators at its 240-register cap keeps 4 schedule
     values in local memory, reloaded once per item, outside the k loop); the grid is at most a round
     of CTAs, and no more CTAs than 4-k-step shares of the work."""
-    fam = FAMILIES["hopper"]
-    params = fam.complete(dict(fam.default, STREAM_K=1, **change))
-    assert fam.problem(params) is None
-    source = fam.render(params)
+    params, source = _compiled_without_spills(dict(STREAM_K=1, **change), compiler, spills=16)
     assert "stream-K over every CTA" in source and "#define STREAM_K 1" in source
-    result = compiler.compile(source)
-    assert result.ok, result.log
-    assert result.resources is not None and result.resources.spill_stores <= 16 and result.resources.stack <= 16
-    assert "C7514" not in result.log
     decl = parse_declaration(source)
     assert decl.launch_for(Shape(512, 10240, 8192), num_sms=132).grid == (132 * params["CTAS_PER_SM"], 1, 1)
     tiles = -(-64 // params["BM"]) * -(-256 // params["BN"])
     assert decl.launch_for(Shape(64, 256, 512), num_sms=132).grid == (tiles * 2, 1, 1)  # 8 k-steps: 2 shares a tile
+
+
+@pytest.mark.parametrize("change", [
+    dict(TAIL_SPLIT=4), dict(BM=128, BN=128, CONSUMERS=1, STAGES=6, TAIL_SPLIT=8), dict(SPLIT_K=2, STAGES=4),
+    dict(SWAP_AB=1, BM=8, BN=128, SPLIT_K=4, STAGES=4), dict(SWAP_AB=1, BM=88, BN=256, TAIL_SPLIT=4, STAGES=4)])
+def test_ordered_fixup_kernels_compile_without_spills(change, compiler):
+    """FIXUP=1 (split-K and tail-split partials in workspace tiles of their own, added in order) compiles
+    for sm_90a with no serialized wgmma and no spills (ptxas's report)."""
+    params, source = _compiled_without_spills(dict(FIXUP=1, **change), compiler, spills=0)
+    assert "#define FIXUP 1" in source and "ordered partials" in source
+    if params["SPLIT_K"] > 1:  # a partial tile for every item: the workspace bounds the product
+        decl = parse_declaration(source)
+        assert decl.supports(Shape(64, 512, 4096)) and not decl.supports(Shape(8192, 8192, 4096))
 
 
 def test_the_compile_log_keeps_ptxas_performance_warnings():

@@ -37,6 +37,9 @@ EXTRA = {"hopper": [dict(FAMILIES["hopper"].default, CLUSTER_M=2),
                     dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=88, BN=256, STAGES=4, TAIL_SPLIT=16),
                     dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=24, BN=64, CONSUMERS=1, STAGES=4, CTAS_PER_SM=2),
                     dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=200, BN=64, CONSUMERS=1, STAGES=6),
+                    # the ordered fix-up (FIXUP=1) of a tail split and of a transposed split-K
+                    dict(FAMILIES["hopper"].default, TAIL_SPLIT=16, FIXUP=1),
+                    dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=8, BN=128, STAGES=5, SPLIT_K=3, FIXUP=1),
                     # stream-K on every shape: the widest tile, one consumer, two CTAs per SM, transposed
                     dict(FAMILIES["hopper"].default, STREAM_K=1),
                     dict(FAMILIES["hopper"].default, BM=128, BN=128, CONSUMERS=1, STAGES=6, STREAM_K=1),

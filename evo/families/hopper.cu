@@ -27,6 +27,10 @@
 // STREAM_K 1: the k-steps of the last round's tiles (and of a full round before it, where the
 // workspace holds its partials) are shared out evenly over every CTA (stream-K); 2: the last round's alone
 #define STREAM_K ${STREAM_K}
+// FIXUP (split-K over L2 and the tail split) 0: partial tiles are added with fp32 atomics into one
+// workspace tile; 1: each partial is stored in a workspace tile of its own and the CTA that arrives
+// last adds them in order, as stream-K does (no contended atomics; the sum does not depend on arrival)
+#define FIXUP ${FIXUP}
 // at least this many k-steps a CTA: a share of one k-step would cost more in its partial tile's
 // store and the fix-up's reads than it saves
 #define STREAM_K_MIN_STEPS 4
@@ -354,6 +358,7 @@ __device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, in
     w.kt_begin = min(split * per_split, k_tiles);
     w.kt_end = min(w.kt_begin + per_split, k_tiles);
     w.slot = slot; w.parts = parts;
+    w.part = split; w.base = slot * parts;  // FIXUP 1: the item's own partial tile in the workspace
     return w;
 }
 #endif
@@ -514,6 +519,14 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
 #elif STREAM_K
             {
                 // the item's fix-up read again, not kept in registers through the k loop
+                const Work fix = tile_of(item);
+                if (fix.parts > 1 && !streamk_fixup<ACC_PER_THREAD>(acc, fix.slot, fix.base, fix.part, fix.parts,
+                                                                    threadIdx.x - 128, CONSUMERS * 128, splitk_flag))
+                    continue;  // the CTA that arrives last at this tile adds every partial and stores
+            }
+#elif (SPLIT_K > 1 || TAIL_SPLIT > 1) && FIXUP
+            {
+                // as stream-K's fix-up; the item's slot read again, not kept in registers through the k loop
                 const Work fix = tile_of(item);
                 if (fix.parts > 1 && !streamk_fixup<ACC_PER_THREAD>(acc, fix.slot, fix.base, fix.part, fix.parts,
                                                                     threadIdx.x - 128, CONSUMERS * 128, splitk_flag))

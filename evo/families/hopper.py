@@ -76,6 +76,9 @@ def _problem(p: Params) -> str | None:
     if p["STREAM_K"] and (p["SPLIT_K"] > 1 or not p["PERSISTENT"] or p["CLUSTER_M"] > 1 or p["TAIL_SPLIT"] > 1):
         return ("STREAM_K shares out the last round of a persistent schedule: it needs SPLIT_K=1, PERSISTENT=1, "
                 "CLUSTER_M=1 and no TAIL_SPLIT")
+    if p["FIXUP"] and not ((p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"]) or p["TAIL_SPLIT"] > 1):
+        return ("FIXUP=1 orders the partials of split-K over L2 or of a tail split: it needs SPLIT_K > 1 "
+                "(not SPLIT_CLUSTER) or TAIL_SPLIT > 1")
     if p["SPLIT_CLUSTER"] == 1:
         if p["SPLIT_K"] == 1:
             return "SPLIT_CLUSTER needs SPLIT_K > 1"
@@ -129,19 +132,24 @@ def _derive(p: Params) -> dict[str, str]:
     cluster_dims = p["SPLIT_K"] if cluster else pair
     atomic = not cluster and (p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] > 0)  # partials meet in L2
     tail_requires = (f"\n// @evo requires = num_sms * {p['CTAS_PER_SM'] * p['BM'] * p['BN']} <= 8388608"
-                     if p["TAIL_SPLIT"] > 1 else "")  # one workspace slot per last-round tile
+                     if p["TAIL_SPLIT"] > 1 else "")  # one workspace slot per last-round tile (or per item, FIXUP=1)
+    if p["FIXUP"] and p["SPLIT_K"] > 1:  # a partial tile of its own for every item
+        tail_requires += (f"\n// @evo requires = cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * "
+                          f"{p['SPLIT_K'] * p['BM'] * p['BN']} <= 8388608")
+    ordered = " (ordered partials)" if p["FIXUP"] else ""
     return {
         "THREADS": str(128 * (consumers + 1)), "SMEM": str(_smem(p)), "GRID": grid,
         "PRODUCER_REGS": "40", "CONSUMER_REGS": str(_consumer_regs(p)),
         "WGMMA": wgmma_helper(_wgmma_n(p), swap=p["SWAP_AB"] == 1), "WG_N": str(_wgmma_n(p)),
         "SWAP_HOW": "transposed on the tensor cores (C^T = B^T A^T)" if p["SWAP_AB"] else "as given",
         "SPLITK": splitk_snippet(atomic),
-        "STREAMK": template_text("streamk.cuh") if p["STREAM_K"] else "",
+        "STREAMK": template_text("streamk.cuh") if p["STREAM_K"] or p["FIXUP"] else "",
         "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
-        "TAIL_HOW": (f"split up to {p['TAIL_SPLIT']} ways" if p["TAIL_SPLIT"] > 1 else
+        "TAIL_HOW": (f"split up to {p['TAIL_SPLIT']} ways{ordered}" if p["TAIL_SPLIT"] > 1 else
                      "stream-K over every CTA (deterministic fix-up)" if p["STREAM_K"] == 1 else
                      "stream-K of the last round alone (deterministic fix-up)" if p["STREAM_K"] else "none"),
-        "SPLIT_HOW": "cluster DSMEM" if cluster else ("fp32 atomics" if p["SPLIT_K"] > 1 else "none"),
+        "SPLIT_HOW": "cluster DSMEM" if cluster else (
+            ("ordered partials" if p["FIXUP"] else "fp32 atomics") if p["SPLIT_K"] > 1 else "none"),
         "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
     }
 
@@ -151,7 +159,11 @@ def _subspaces(space: dict[str, tuple[int, ...]]) -> list[dict[str, tuple[int, .
     combinations, mostly tile rows that only a transposed product takes)."""
     plain = dict(space, BM=PLAIN_BM, SWAP_AB=(0,))
     swapped = dict(space, SWAP_AB=(1,), SPLIT_CLUSTER=(0,), CLUSTER_M=(1,), GROUP_M=(1, 8))
-    return [plain, swapped]
+    # FIXUP=1 only where partials meet over L2: split-K without a cluster, or a tail split
+    over_l2 = [dict(SPLIT_K=tuple(n for n in space["SPLIT_K"] if n > 1), SPLIT_CLUSTER=(0,), TAIL_SPLIT=(1,)),
+               dict(SPLIT_K=(1,), SPLIT_CLUSTER=(0,), TAIL_SPLIT=tuple(t for t in space["TAIL_SPLIT"] if t > 1))]
+    return [dict(part, FIXUP=(0,)) for part in (plain, swapped)] + [
+        dict(part, STREAM_K=(0,), FIXUP=(1,), **l2) for part in (plain, swapped) for l2 in over_l2]
 
 
 def _fit_stages(p: Params) -> Params | None:
@@ -233,7 +245,7 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         split = split_for(tiles, k_tiles, num_sms)
         p = {"BM": bm, "BN": bn, "CONSUMERS": consumers, "STAGES": 5, "GROUP_M": 8, "SPLIT_K": split,
              "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": swap,
-             "STREAM_K": 0}
+             "STREAM_K": 0, "FIXUP": 0}
         score = tile_score(M, N, bm, bn, split, num_sms) * bonus
         offer(score, p)
         # Wave quantization: a split count that is not a power of two can fill the SMs that powers leave idle.
@@ -310,14 +322,15 @@ HOPPER = Family(
     space={"BM": SWAPPED_BM, "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
            "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16),
-           "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2)},
+           "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2), "FIXUP": (0, 1)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,
     default={"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": 1, "SPLIT_CLUSTER": 0,
-             "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0},
+             "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0,
+             "FIXUP": 0},
     _suggest=_suggest,
-    later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0},
+    later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0, "FIXUP": 0},
     _subspaces=_subspaces,
     _values_for=lambda key, p: (SWAPPED_BM if p["SWAP_AB"] else PLAIN_BM) if key == "BM" else None,
 )
