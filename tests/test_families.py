@@ -459,6 +459,23 @@ def test_ordered_fixup_kernels_compile_without_spills(change, compiler):
         assert decl.supports(Shape(64, 512, 4096)) and not decl.supports(Shape(8192, 8192, 4096))
 
 
+def test_the_shortlist_orders_the_fixup_of_few_parts_only():
+    """FIXUP=1 where the H200 measured it faster (split-K over L2 and tail splits of at most 4 parts),
+    fp32 atomics for more parts and never on a cluster split or a kernel without partials."""
+    fam = FAMILIES["hopper"]
+    picks = [p for shape in ((1, 6144, 4096), (100, 6144, 4096), (257, 28672, 4096), (1500, 3584, 3584))
+             for p in fam.suggest(*shape, limit=24)]
+    kinds = {(p["SPLIT_K"] if not p["SPLIT_CLUSTER"] else 0, p["TAIL_SPLIT"], p["FIXUP"]) for p in picks}
+    assert {(2, 1, 1), (1, 2, 1), (1, 16, 0)} <= kinds
+    for shape in ((1, 6144, 4096), (100, 6144, 4096), (257, 28672, 4096), (1500, 3584, 3584)):
+        for p in fam.suggest(*shape, limit=24):
+            parts = p["SPLIT_K"] if p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"] else p["TAIL_SPLIT"]
+            tiles = -(-shape[0] // p["BM"]) * -(-shape[1] // p["BN"])
+            fits = p["SPLIT_K"] == 1 or tiles * p["SPLIT_K"] * p["BM"] * p["BN"] <= 8388608  # a partial per item
+            assert p["FIXUP"] == (1 < parts <= 4 and fits), (shape, p)
+            assert parse_declaration(fam.render(p)).supports(Shape(*shape))
+
+
 def test_the_compile_log_keeps_ptxas_performance_warnings():
     """ptxas prints its wgmma serialization warning as an "info" line; the trimmed log keeps it (a repair
     prompt and the tests read it) and drops the resource lines."""
