@@ -34,7 +34,7 @@ def time_configs(cases: list[tuple[Shape, list[Params]]], operator: str) -> None
     start = time.time()
     for e in ev.evaluate(pairs):
         t = next((x.median_ms for x in e.timings), None) if e.ok else None
-        print(f"{str(e.shape):>16} {names[(e.kernel_id, e.shape)]:<28} {str(e.status):<14} "
+        print(f"{str(e.shape):>16} {names[(e.kernel_id, e.shape)]:<40} {str(e.status):<14} "
               f"{t * 1e3 if t else float('nan'):9.2f} us  vs best lib {e.speedup or 0:.3f}  "
               f"rel err {e.max_rel_err if e.max_rel_err is not None else float('nan'):.1e}  {e.error[:120]}", flush=True)
     print(f"done in {time.time() - start:.0f}s")

@@ -1,3 +1,4 @@
+import dataclasses
 import os
 import random
 
@@ -284,7 +285,8 @@ int main() {
                                     dict(STREAM_K=1, BM=64, BN=64, CONSUMERS=1, GROUP_M=1),
                                     dict(STREAM_K=2, BN=128), dict(STREAM_K=2, BM=64, BN=64, CONSUMERS=1),
                                     dict(TAIL_SPLIT=4, FIXUP=1), dict(SPLIT_K=3, PERSISTENT=0, FIXUP=1),
-                                    dict(SPLIT_K=2, FIXUP=1, BM=64, BN=64, CONSUMERS=1)])
+                                    dict(SPLIT_K=2, FIXUP=1, BM=64, BN=64, CONSUMERS=1),
+                                    dict(TAIL_SPLIT=16, FIXUP=1, BM=64, BN=64, CONSUMERS=1)])
 def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
     """The persistent schedule of hopper.cu itself (not a copy of it), compiled for the host by nvcc:
     whole tiles in full rounds, the last round's tiles split over K (a tail split) or shared out
@@ -305,6 +307,7 @@ def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
         "__device__ __forceinline__", "static inline")
     shapes = [(M, N, K, slots) for M in (1, 64, 257, 512, 1500, 4097) for N in (64, 2304, 10240)
               for K in (64, 640, 8192) for slots in (132, 264, 7)]
+    shapes.append((2048, 2048, 640, 132))  # 64x64 tiles split 2 ways with FIXUP: the workspace exactly full
     (tmp_path / "check.cpp").write_text(SCHEDULE_CHECK % {
         "defines": defines, "schedule": schedule,
         "shapes": ", ".join("{{{}, {}, {}, {}}}".format(*s) for s in shapes)})
@@ -463,12 +466,13 @@ def test_the_shortlist_orders_the_fixup_of_few_parts_only():
     """FIXUP=1 where the H200 measured it faster (split-K over L2 and tail splits of at most 4 parts),
     fp32 atomics for more parts and never on a cluster split or a kernel without partials."""
     fam = FAMILIES["hopper"]
-    picks = [p for shape in ((1, 6144, 4096), (100, 6144, 4096), (257, 28672, 4096), (1500, 3584, 3584))
-             for p in fam.suggest(*shape, limit=24)]
-    kinds = {(p["SPLIT_K"] if not p["SPLIT_CLUSTER"] else 0, p["TAIL_SPLIT"], p["FIXUP"]) for p in picks}
-    assert {(2, 1, 1), (1, 2, 1), (1, 16, 0)} <= kinds
-    for shape in ((1, 6144, 4096), (100, 6144, 4096), (257, 28672, 4096), (1500, 3584, 3584)):
-        for p in fam.suggest(*shape, limit=24):
+    picks = {shape: fam.suggest(*shape, limit=24)
+             for shape in ((1, 6144, 4096), (100, 6144, 4096), (257, 28672, 4096), (1500, 3584, 3584))}
+    kinds = {(p["SPLIT_K"] if not p["SPLIT_CLUSTER"] else 0, p["TAIL_SPLIT"], p["FIXUP"])
+             for shape_picks in picks.values() for p in shape_picks}
+    assert {(2, 1, 1), (1, 2, 1), (1, 16, 0), (3, 1, 0)} <= kinds  # (3, 1, 0): 1500x3584, workspace too small
+    for shape, shape_picks in picks.items():
+        for p in shape_picks:
             parts = p["SPLIT_K"] if p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"] else p["TAIL_SPLIT"]
             tiles = -(-shape[0] // p["BM"]) * -(-shape[1] // p["BN"])
             fits = p["SPLIT_K"] == 1 or tiles * p["SPLIT_K"] * p["BM"] * p["BN"] <= 8388608  # a partial per item
@@ -519,3 +523,32 @@ def test_a_single_step_mutation_rarely_gives_back_its_parent_and_stays_local():
              if c.params["STREAM_K"] == 1]
     assert flips and all(p["TAIL_SPLIT"] == 1 for p in flips)
     assert fam.repair(dict(fam.default, STREAM_K=1, TAIL_SPLIT=4), rng, keep=("STREAM_K",))["STREAM_K"] == 1
+
+
+def test_the_valid_genomes_are_enumerated_once_whichever_threads_ask():
+    """A search builds the valid-genome tables in a background thread while its seeds run; a repair
+    asking meanwhile waits for that enumeration and gets the same table, not a second one. (Without
+    evo's lock, Python 3.12 enumerates five times here: functools.cached_property lost its lock.)"""
+    import threading
+    import time
+
+    from evo.families._family import Family
+    fam = FAMILIES["ampere"]
+    fresh = Family(**{f.name: getattr(fam, f.name) for f in dataclasses.fields(fam)})  # nothing cached yet
+    calls = []
+    original = fresh._enumerate_valid
+
+    def counted():  # slow enough that every thread asks while the first enumerates
+        calls.append(1)
+        time.sleep(0.2)
+        return original()
+    object.__setattr__(fresh, "_enumerate_valid", counted)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(fresh.all_valid)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    fresh.prepare()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and all(r is fresh.all_valid for r in results) and len(results) == 4
+    assert fresh.all_valid == fam.all_valid

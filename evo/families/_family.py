@@ -5,6 +5,7 @@ import itertools
 import math
 import numbers
 import string
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -16,6 +17,10 @@ import numpy as np
 from evo.core.kernel import Candidate
 
 Params = dict[str, int]
+
+#: held while a family enumerates its valid genomes, so that a thread asking for them meanwhile waits
+#: for that enumeration instead of running a second one (hopper's takes seconds)
+_ENUMERATING = threading.Lock()
 
 
 @cache  # read once: a search renders thousands of candidates from the same few templates
@@ -93,11 +98,23 @@ class Family:
 
     @cached_property
     def all_valid(self) -> tuple[Params, ...]:
-        """Every valid configuration, in a stable order."""
+        """Every valid configuration, in a stable order. Safe to ask from several threads: one
+        enumerates, the others wait for its result (a search builds it in the background, `prepare`)."""
+        with _ENUMERATING:  # stored before the lock is let go: a thread that waited finds it there
+            if "all_valid" not in self.__dict__:
+                self.__dict__["all_valid"] = self._enumerate_valid()
+            return self.__dict__["all_valid"]
+
+    def _enumerate_valid(self) -> tuple[Params, ...]:
         keys = list(self.space)
         parts = self._subspaces(self.space) if self._subspaces else [self.space]
         combos = (dict(zip(keys, values)) for part in parts for values in itertools.product(*(part[k] for k in keys)))
         return tuple(p for p in combos if self._problem(p) is None)
+
+    def prepare(self) -> None:
+        """Build the tables that `random` and `repair` read (every valid genome; for hopper several
+        seconds of CPU), so that the first repair of a search does not stall its loop."""
+        self._valid_table  # noqa: B018 (a cached property: reading it builds it)
 
     def random(self, rng: Random) -> Params:
         return dict(rng.choice(self.all_valid))
@@ -191,6 +208,10 @@ def mma_sync_snippet() -> str:
     return template_text("mma_sync.cuh").rstrip("\n")
 
 
+#: floats of the split-K workspace (EVO_WS_FLOATS in splitk.cuh): partial tiles must fit in it
+WS_FLOATS = 8 * 1024 * 1024
+
+
 def splitk_snippet(wanted: bool) -> str:
     """The split-K reduction (splitk.cuh) where a kernel adds partial tiles over L2, else nothing."""
     return template_text("splitk.cuh") if wanted else ""
@@ -200,5 +221,5 @@ def splitk_requires(split_k: int, bm: int, bn: int) -> str:
     """Declaration lines that keep a split-K kernel within its workspace and counters."""
     if split_k == 1:
         return ""
-    return (f"\n// @evo requires = cdiv(M, {bm}) * cdiv(N, {bn}) * {bm * bn} <= 8388608"
+    return (f"\n// @evo requires = cdiv(M, {bm}) * cdiv(N, {bn}) * {bm * bn} <= {WS_FLOATS}"
             f"\n// @evo requires = cdiv(M, {bm}) * cdiv(N, {bn}) <= 65536")

@@ -225,8 +225,8 @@ ${STREAMK}
 
 // Persistent schedule: work item -> (tile_m, tile_n, k range), grouped GROUP_M tiles along M so
 // that consecutive CTAs share B columns in L2. `slot` and `parts` name the split-K reduction an item
-// takes part in (parts == 1: none); with STREAM_K, `part` is this item's place among the tile's
-// partials and `base` the workspace index of the first of them.
+// takes part in (parts == 1: none); with STREAM_K or FIXUP, `part` is this item's place among the
+// tile's partials and `base` the workspace index of the first of them.
 struct Work { int m0, n0, kt_begin, kt_end, slot, parts, part, base; };
 
 #if STREAM_K
@@ -358,7 +358,7 @@ __device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, in
     w.kt_begin = min(split * per_split, k_tiles);
     w.kt_end = min(w.kt_begin + per_split, k_tiles);
     w.slot = slot; w.parts = parts;
-    w.part = split; w.base = slot * parts;  // FIXUP 1: the item's own partial tile in the workspace
+    w.part = split; w.base = slot * parts;  // FIXUP 1: the tile's first partial; this item's is base + part
     return w;
 }
 #endif
@@ -516,17 +516,10 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 cluster_sync();  // peers have read our partial: now this CTA may exit
                 continue;
             }
-#elif STREAM_K
+#elif STREAM_K || ((SPLIT_K > 1 || TAIL_SPLIT > 1) && FIXUP)
             {
-                // the item's fix-up read again, not kept in registers through the k loop
-                const Work fix = tile_of(item);
-                if (fix.parts > 1 && !streamk_fixup<ACC_PER_THREAD>(acc, fix.slot, fix.base, fix.part, fix.parts,
-                                                                    threadIdx.x - 128, CONSUMERS * 128, splitk_flag))
-                    continue;  // the CTA that arrives last at this tile adds every partial and stores
-            }
-#elif (SPLIT_K > 1 || TAIL_SPLIT > 1) && FIXUP
-            {
-                // as stream-K's fix-up; the item's slot read again, not kept in registers through the k loop
+                // the ordered fix-up (stream-K's, and split-K's with FIXUP); the item's place among the
+                // tile's partials read again, not kept in registers through the k loop
                 const Work fix = tile_of(item);
                 if (fix.parts > 1 && !streamk_fixup<ACC_PER_THREAD>(acc, fix.slot, fix.base, fix.part, fix.parts,
                                                                     threadIdx.x - 128, CONSUMERS * 128, splitk_flag))

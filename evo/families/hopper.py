@@ -6,6 +6,7 @@ from evo.families._family import (
     ANY_SPLITS,
     SMEM_LIMIT,
     SMEM_PER_SM,
+    WS_FLOATS,
     Family,
     Params,
     split_for,
@@ -130,19 +131,19 @@ def _derive(p: Params) -> dict[str, str]:
         grid = (f"{pair} * min(num_sms * {p['CTAS_PER_SM']} // {pair}, {items})" if p["PERSISTENT"]
                 else f"{pair} * {items}")
     cluster_dims = p["SPLIT_K"] if cluster else pair
-    atomic = not cluster and (p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] > 0)  # partials meet in L2
-    tail_requires = (f"\n// @evo requires = num_sms * {p['CTAS_PER_SM'] * p['BM'] * p['BN']} <= 8388608"
+    over_l2 = not cluster and (p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] > 0)  # partials meet in L2
+    tail_requires = (f"\n// @evo requires = num_sms * {p['CTAS_PER_SM'] * p['BM'] * p['BN']} <= {WS_FLOATS}"
                      if p["TAIL_SPLIT"] > 1 else "")  # one workspace slot per last-round tile (or per item, FIXUP=1)
     if p["FIXUP"] and p["SPLIT_K"] > 1:  # a partial tile of its own for every item
         tail_requires += (f"\n// @evo requires = cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * "
-                          f"{p['SPLIT_K'] * p['BM'] * p['BN']} <= 8388608")
+                          f"{p['SPLIT_K'] * p['BM'] * p['BN']} <= {WS_FLOATS}")
     ordered = " (ordered partials)" if p["FIXUP"] else ""
     return {
         "THREADS": str(128 * (consumers + 1)), "SMEM": str(_smem(p)), "GRID": grid,
         "PRODUCER_REGS": "40", "CONSUMER_REGS": str(_consumer_regs(p)),
         "WGMMA": wgmma_helper(_wgmma_n(p), swap=p["SWAP_AB"] == 1), "WG_N": str(_wgmma_n(p)),
         "SWAP_HOW": "transposed on the tensor cores (C^T = B^T A^T)" if p["SWAP_AB"] else "as given",
-        "SPLITK": splitk_snippet(atomic),
+        "SPLITK": splitk_snippet(over_l2),
         "STREAMK": template_text("streamk.cuh") if p["STREAM_K"] or p["FIXUP"] else "",
         "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
         "TAIL_HOW": (f"split up to {p['TAIL_SPLIT']} ways{ordered}" if p["TAIL_SPLIT"] > 1 else
@@ -226,16 +227,18 @@ def _rounds_score(M: int, N: int, bm: int, bn: int, busiest: float, num_sms: int
 
 def _ordered_where_it_pays(p: Params, M: int, N: int) -> Params:
     """FIXUP=1 for split-K over L2 and tail splits of at most 4 parts. Measured on the H200
-    (benchmarks/session10/): 142 pairs of llm_layers shortlist picks, the same kernel both ways; the
-    ordered fix-up ran split-K 2 / 3 / 4 ways 9.3 / 4.9 / 2.6% faster (geomean of 31 / 11 / 5 pairs)
-    and tail splits capped at 2 or 4 parts 4.0 and 3.6% (24, 28 pairs), but tail splits of 8 or 16
-    parts 3.3 and 4.6% slower (the last CTA reads every partial in turn) and split-K 5 and 10 ways
-    no faster."""
+    (benchmarks/session10/fixup_pairs.py): 152 pairs of llm_layers shortlist picks, the same kernel both
+    ways in one run; the ordered fix-up ran split-K 2 / 3 ways 10.1 / 5.1% faster (geomean of 32 / 12
+    pairs) and tail splits capped at 2 or 4 parts 4.1 and 3.6% (25, 28 pairs), but tail splits of 8 or
+    16 parts 3.3 and 5.2% slower (18, 24 pairs; likely because the last CTA reads every partial in
+    turn, not profiled). Split-K 4 is on weak evidence (5 pairs, 3 faster, 2 slower, geomean +2.6%);
+    split-K 5 and 10 were slower (0.993, 0.898; 5 and 2 pairs), 6 faster (1 pair). The rule is fitted
+    to the same picks it was measured on."""
     parts = p["SPLIT_K"] if p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"] else p["TAIL_SPLIT"]
     if not 1 < parts <= 4:
         return p
     tiles = -(-M // p["BM"]) * -(-N // p["BN"])
-    if p["SPLIT_K"] > 1 and tiles * p["SPLIT_K"] * p["BM"] * p["BN"] > 8388608:  # a partial tile per item
+    if p["SPLIT_K"] > 1 and tiles * p["SPLIT_K"] * p["BM"] * p["BN"] > WS_FLOATS:  # a partial tile per item
         return p
     return dict(p, FIXUP=1)
 

@@ -1,6 +1,8 @@
 // ---- split-K: partial tiles are added (fp32 atomics, in L2) into a per-tile fp32 workspace; the
 // CTA that arrives last reads the sum, stores it, and zeroes the workspace and its counter, so
-// every launch starts from zero (launches of one module must not overlap on several streams).
+// every launch starts from zero (launches of one module must not overlap on several streams). The
+// ordered fix-up (streamk.cuh) uses the same workspace and counters, a partial tile per part: it
+// leaves its partials behind (every launch overwrites them before reading) and zeroes the counters.
 #define EVO_WS_FLOATS (8 * 1024 * 1024)
 #define EVO_MAX_TILES 65536
 __device__ float evo_splitk_ws[EVO_WS_FLOATS];

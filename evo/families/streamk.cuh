@@ -1,4 +1,4 @@
-// ---- Stream-K's deterministic fix-up (hopper's STREAM_K): each of a tile's `parts` partials is stored in
+// ---- The ordered, deterministic fix-up (hopper's STREAM_K, and its split-K and tail split with FIXUP=1): each of a tile's `parts` partials is stored in
 // its own workspace slot, `base + part`; the CTA that arrives last at the tile's counter `slot` adds all
 // of them in the order of the parts, so the sum (and C) does not depend on which CTA came last. Returns
 // true in that CTA, whose `acc` then holds the sum. Accumulators travel in pairs as in splitk_reduce

@@ -19,6 +19,7 @@ import concurrent.futures as cf
 import logging
 import math
 import random
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -584,6 +585,9 @@ class Search:
     def run(self) -> str:
         started = time.monotonic()
         base = self.state.elapsed_s
+        # the families' tables of valid genomes, which the first repair needs (hopper's take seconds to
+        # build), are built while the seeds are compiled and timed, not when the loop first waits on them
+        threading.Thread(target=_prepare_families, name="evo-prepare-families", daemon=True).start()
         if self.state.generation == 0:
             log.info(f"seeding {len(self.islands)} island(s) x {self.c.islands.population} on {len(self.shapes)} shapes")
             self.initialize()
@@ -611,6 +615,11 @@ class Search:
         log.info(f"{sim}gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
                  f"| {rate:.1f}/s | cells {len(rows)}/{len(self.shapes)} | geomean speedup by bucket: {best} "
                  f"| failures: {fails} | repairs {self.state.repair_uses} (queued {len(self.state.repairs)})")
+
+
+def _prepare_families() -> None:
+    for family in FAMILIES.values():
+        family.prepare()
 
 
 def _raise(error: Exception) -> Candidate:
