@@ -273,6 +273,23 @@ def test_the_cost_models_prior_ranks_before_any_measurement_and_yields_to_measur
     assert spearman(wrong.predict(held), truth) > 0.6 > spearman(CostModel(prior=wrong.prior).predict(held), truth)
 
 
+def test_the_cost_model_tells_the_ordered_fixup_from_atomics_and_counts_its_parts():
+    """FIXUP=1 kernels differ from their atomic twins in the last two features only: the flag and
+    log2 of the partials the last CTA adds in turn (split-K's count, or the tail split's parts at
+    that shape); the shipped prior, whose archives hold no FIXUP=1 kernel, weighs them 0."""
+    import math
+
+    from evo.search import cost_prior
+    from evo.search.cost_model import features
+    fam, shape = FAMILIES["hopper"], Shape(512, 10240, 8192)  # 160 tiles of 128x256: a last round of 28
+    for change, parts in ((dict(SPLIT_K=2), 2), (dict(TAIL_SPLIT=16), 4)):  # 132 // 28 = 4 parts
+        atomic, ordered = (features(fam.candidate(dict(fam.default, FIXUP=f, **change)), shape) for f in (0, 1))
+        assert ordered[:-2] == atomic[:-2] and atomic[-2:] == [0.0, 0.0]
+        assert ordered[-2:] == [1.0, math.log2(parts)], change
+    shipped = cost_prior.load()
+    assert shipped is not None and list(shipped.w[-3:-1]) == [0.0, 0.0]  # the intercept is last
+
+
 def test_the_shipped_prior_loads_and_a_prior_of_other_features_is_refused(tmp_path, caplog):
     import json
 

@@ -59,12 +59,29 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
     r = resources
     row += [math.log2(r.registers + 1) if r else 0.0, math.log2(r.spill_stores + 1) if r else 0.0,
             1.0 if r else 0.0]
-    return row + _option_features(_options(cand.source), d.get("STAGES", 0), k_steps) + [float(_swapped(cand.source))]
+    return (row + _option_features(_options(cand.source), d.get("STAGES", 0), k_steps) + [float(_swapped(cand.source))]
+            + _fixup_features(cand.source, split if split > 1 else parts))
 
 
 _TAIL = re.compile(r"^\s*#define\s+TAIL_SPLIT\s+(\d+)\b", re.M)
 _SWAP = re.compile(r"^\s*#define\s+SWAP_AB\s+1\b", re.M)
 _STREAM_K = re.compile(r"^\s*#define\s+STREAM_K\s+[12]\b", re.M)
+_ORDERED = re.compile(r"^\s*#define\s+FIXUP\s+1\b", re.M)
+
+
+@lru_cache(maxsize=1024)
+def _ordered(source: str) -> bool:
+    return _ORDERED.search(source) is not None
+
+
+def _fixup_features(source: str, parts: int) -> list[float]:
+    """Whether a hopper source adds its partials in order (FIXUP=1) and how many it adds in turn: on
+    the H200 the ordered fix-up gained with 2-4 parts and lost with 8-16 (benchmarks/session10/). The
+    last features: the shipped prior's archives hold no FIXUP=1 kernel, so its weights for them are 0
+    until a run measures some."""
+    if not _ordered(source):
+        return [0.0, 0.0]
+    return [1.0, math.log2(max(parts, 1))]
 
 
 @lru_cache(maxsize=1024)
