@@ -92,6 +92,11 @@ def _q(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
+def header(first: str) -> str:
+    return (f"{first:<42} {'shapes':>6} {'cands':>6} {'rho':>6} {'[p25-p75]':>11} {'best 1/3':>10}"
+            f" {'random 1/3':>12} {'to best':>10} {'random to':>11}")
+
+
 def line(name: str, s: dict) -> str:
     return (f"{name:<42} {s['shapes']:>6} {s['n']:>6.1f} {s['rho']:>6.2f} [{s['rho_p25']:.2f}-{s['rho_p75']:.2f}]"
             f" {s['third']:>10.3f} {s['random_third']:>12.3f} {s['to_best_model']:>10.1f} {s['to_best_random']:>11.1f}")
@@ -101,8 +106,7 @@ def main() -> None:
     rng = random.Random(0)
     grid = load(GRID)
     print("cost model on H200 measurements: fit on some shapes, scored on shapes it never saw")
-    print(f"{'held-out set':<42} {'shapes':>6} {'cands':>6} {'rho':>6} {'[p25-p75]':>11} {'best 1/3':>10}"
-          f" {'random 1/3':>12} {'to best':>10} {'random to':>11}")
+    print(header("held-out set"))
     shapes = sorted(grid)
     rng.shuffle(shapes)
     folds = [shapes[i::5] for i in range(5)]
@@ -137,6 +141,16 @@ def compare_shapes(rng: random.Random) -> None:
     if prior is None or not COMPARE.exists():
         return
     model = CostModel(prior=prior)
+    shortlist, every_kernel, heuristic = compare_archives()
+    print(line("compare shapes, shortlist picks (prior)", score(model, shortlist, rng)))
+    print(line("compare shapes, all arms' kernels (prior)", score(model, every_kernel, rng)))
+    print(f"the same 24 shortlist picks per shape in the families' heuristic order: a pick within 2% of the best after "
+          f"{statistics.mean(heuristic):.1f} evaluations (mean over {len(heuristic)} shapes)")
+
+
+def compare_archives() -> tuple[dict[Shape, list], dict[Shape, list], list[int]]:
+    """What `evo compare` measured on the 14 compare shapes: the shortlist arm's picks per shape, every
+    kernel any arm measured (its best time on the shape), and the shortlist's own order to the best."""
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(COMPARE) as t:
             t.extractall(tmp, filter="data")
@@ -149,11 +163,7 @@ def compare_shapes(rng: random.Random) -> None:
                     if kernel.id not in everything.setdefault(shape, {}) or y < everything[shape][kernel.id][1]:
                         everything[shape][kernel.id] = (kernel, y)
         heuristic = shortlist_order(folder / "shortlist.sqlite")
-    print(line("compare shapes, shortlist picks (prior)", score(model, shortlist, rng)))
-    every_kernel = {s: list(d.values()) for s, d in everything.items()}
-    print(line("compare shapes, all arms' kernels (prior)", score(model, every_kernel, rng)))
-    print(f"the same 24 shortlist picks per shape in the families' heuristic order: a pick within 2% of the best after "
-          f"{statistics.mean(heuristic):.1f} evaluations (mean over {len(heuristic)} shapes)")
+    return shortlist, {s: list(d.values()) for s, d in everything.items()}, heuristic
 
 
 def shortlist_order(path: Path) -> list[int]:
