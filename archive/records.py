@@ -98,6 +98,13 @@ def library_times(a: Archive, gpu: str, shape: Shape, mode: str, backend: str | 
     return {lib: ms for lib, ms in a.db.execute(sql, params).fetchall()}
 
 
+def fastest_kernels(a: Archive, run_id: int, mode: str) -> dict[tuple[str, Shape], float]:
+    """The fastest correct kernel time (ms) per (GPU, shape) of one run, in one timing mode."""
+    rows = a.db.execute("select gpu, M, N, K, min(time_ms) from evaluations where run_id = ? and mode = ? "
+                        "and status = 'ok' and time_ms > 0 group by gpu, M, N, K", [run_id, mode]).fetchall()
+    return {(gpu, Shape(m, n, k)): ms for gpu, m, n, k, ms in rows}
+
+
 def put_peaks(a: Archive, gpu: str, backend: str, peaks: Peaks, info: DeviceInfo) -> None:
     a.insert("device_peaks", {"gpu": gpu, "backend": backend, "peak_tflops": peaks.tflops,
                               "bandwidth_gbs": peaks.bandwidth_gbs, "num_sms": info.num_sms,

@@ -126,6 +126,9 @@ class EvaluatorConfig:
     mode: str = "rotating"  # timing mode of the fitness: rotating (hot cannot verify every launch)
     modes: list[str] = field(default_factory=lambda: ["rotating"])  # modes measured per evaluation
     replays: int = 5  # graph replays, median taken
+    # racing: a kernel whose first replay (fitness mode) is slower than race_factor x the fastest kernel
+    # timed so far on its shape and GPU gets no further replays: its one sample is its time (0: never)
+    race_factor: float = 1.3
     target_replay_ms: float = 20.0  # launches per graph chosen so one replay lasts about this long
     timeout_s: float = 60.0  # per (kernel, shape) evaluation, then the worker is killed and restarted
     libraries: list[str] = field(default_factory=lambda: ["torch", "cublaslt_heuristic", "cublaslt_autotuned"])

@@ -145,3 +145,42 @@ def test_compiled_jobs_reach_the_gpu_in_plan_order(evaluator):
     pairs = [(c, s) for s in shapes for c in reversed(cands)]
     got = [(e.kernel_id, e.shape) for e in evaluator.evaluate(pairs)]
     assert got == [(c.id, s) for c, s in pairs]
+
+
+def test_a_kernel_far_slower_than_the_fastest_on_its_shape_gets_one_replay(tmp_path, compile_cache):
+    """Racing (evaluator.race_factor): once a kernel is timed on a shape, a later one whose first
+    replay is over race_factor x slower stops there; one within it, and any kernel when racing is
+    off or not asked for (re-timing), gets every replay."""
+    s = Shape(1024, 1024, 1024)
+    fast, near, slow = (Candidate.make(FAMILIES[f].render(FAMILIES[f].default)) for f in ("ampere", "hopper", "simt"))
+
+    def samples(race_factor: float, race: bool = True) -> dict[str, int]:
+        cfg = EvaluatorConfig(backend="simulated", timeout_s=30, cache_dir=str(compile_cache), gpus=[],
+                              race_factor=race_factor)
+        ev = Evaluator(cfg).start()
+        try:
+            out = {e.kernel_id: e for e in ev.evaluate([(fast, s)], race=race)}
+            out |= {e.kernel_id: e for e in ev.evaluate([(near, s), (slow, s)], race=race)}
+        finally:
+            ev.close()
+        assert all(e.status == Status.OK for e in out.values())
+        return {name: len(out[c.id].timings[0].samples_ms) for name, c in (("fast", fast), ("near", near), ("slow", slow))}
+
+    assert samples(1.3) == {"fast": 5, "near": 5, "slow": 1}  # simulated: near 1.2x, slow 10x the fast one
+    assert samples(0.0) == {"fast": 5, "near": 5, "slow": 5}
+    assert samples(1.3, race=False) == {"fast": 5, "near": 5, "slow": 5}
+
+
+def test_a_resumed_run_races_against_the_kernels_it_timed_before(tmp_path, compile_cache):
+    s = Shape(1024, 1024, 1024)
+    fast, slow = (Candidate.make(FAMILIES[f].render(FAMILIES[f].default)) for f in ("ampere", "simt"))
+    archive = Archive.open(tmp_path / "a.sqlite")
+    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=30, cache_dir=str(compile_cache), gpus=[])
+    for cand in (fast, slow):  # two evaluators on one run: the second starts as a resumed run does
+        ev = Evaluator(cfg, archive=archive, run_id=run).start()
+        try:
+            (e,) = ev.evaluate([(cand, s)])
+        finally:
+            ev.close()
+    assert e.kernel_id == slow.id and e.ok and e.raced(cfg.replays)

@@ -187,3 +187,17 @@ def test_steps_write_one_line_per_evaluation(monkeypatch, tmp_path):
     assert lines[0]["synced"] is True and len(synced) == 2 * (6 * 3 + 3)  # every step waited for the GPU
     assert all(v["s"] >= 0 for v in st.values()) and lines[0]["total_s"] >= 0
 
+
+
+def test_a_replay_slower_than_the_race_limit_is_the_last_and_was_verified_in_full():
+    """Racing: a kernel already far slower than its shape's fastest gets one replay, not all; that
+    replay is refreshed, timed and checked like any other. Faster than the limit: every replay."""
+    ops = FakeOps()  # 2 ms per chunk of 4 launches: 0.5 ms per launch
+    samples, _, error = run_sealed(ops, chunks=3, replays=5, verify=True, give_up_ms=0.4)
+    assert error is None and samples == [pytest.approx(0.5)]
+    assert [e for e in ops.log if e != "sync"] == ["refresh", "timed", "check", "copy"] * 3 + ["full"]
+    samples, _, _ = run_sealed(FakeOps(), chunks=3, replays=5, verify=True, give_up_ms=0.6)
+    assert len(samples) == 5
+    # a failing check in the raced replay is still the error reported
+    _, _, error = run_sealed(FakeOps(bad={1: "row 3 wrong"}), chunks=3, replays=5, verify=True, give_up_ms=0.4)
+    assert error == "row 3 wrong"

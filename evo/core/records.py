@@ -189,6 +189,11 @@ class Evaluation:
     def ok(self) -> bool:
         return self.status == Status.OK
 
+    def raced(self, replays: int) -> bool:
+        """Correct and timed with fewer than `replays` replays: stopped after its first, being far
+        slower than its shape's fastest kernel (evaluator.race_factor)."""
+        return self.ok and self.timing is not None and len(self.timing.samples_ms) < replays
+
 
 @dataclass(frozen=True)
 class Outcome:

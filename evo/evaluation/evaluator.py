@@ -57,11 +57,14 @@ class Evaluator:
         self._prepared: dict[str, cf.Future] = {}
         self._peaks: dict[str, Peaks] = {}
         self._baselines: dict[tuple, dict[str, float]] = {}
+        self._fastest: dict[tuple, float] = {}  # (gpu, shape) -> fastest kernel time so far, fitness mode
 
     # ---- setup ----------------------------------------------------------------------------
     def start(self) -> Evaluator:
         self.pool.start()
         self._ensure_peaks()
+        if self.archive and self.run_id is not None:  # a resumed run races against what it measured before
+            self._fastest.update(stored.fastest_kernels(self.archive, self.run_id, self.cfg.mode))
         return self
 
     def _ensure_peaks(self) -> None:
@@ -155,7 +158,8 @@ class Evaluator:
 
     def evaluate(self, pairs: Iterable[tuple[Candidate, Shape]], *, meta: Callable[[Candidate], dict] | None = None,
                  measure_libraries: bool = True, later: Iterable[cf.Future] = (),
-                 admit: Callable[[Any], list[tuple[Candidate, Shape]]] | None = None) -> Iterator[Evaluation]:
+                 admit: Callable[[Any], list[tuple[Candidate, Shape]]] | None = None,
+                 race: bool = True) -> Iterator[Evaluation]:
         """Evaluate each (candidate, shape); yields in completion order, each already archived.
 
         Every compile starts at once (on every core); jobs reach the GPU in the order given, so a
@@ -163,7 +167,10 @@ class Evaluator:
         A pair whose compile is not done yet lets ready ones behind it go first, so the GPU only
         waits when nothing at all is ready. `later`: futures of work still being made (e.g. LLM
         answers); as each completes, `admit(its result)` (called on this thread) gives the pairs it
-        adds, which start compiling at once and queue behind the pairs already planned."""
+        adds, which start compiling at once and queue behind the pairs already planned.
+        `race` (with `evaluator.race_factor` > 0): a kernel whose first replay is already that much
+        slower than the fastest kernel timed on its shape and GPU gets no more replays; False for
+        measurements that must time every kernel alike (re-timing, benches)."""
         queue: list[tuple[Candidate, Shape, cf.Future]] = []
 
         def add(new: Iterable[tuple[Candidate, Shape]]) -> None:
@@ -186,7 +193,7 @@ class Evaluator:
                         yield None
                     continue
                 cand, shape, fut = queue.pop(ready)
-                job = self._job(cand, shape, fut.result(), meta, measure_libraries, no_gpu)
+                job = self._job(cand, shape, fut.result(), meta, measure_libraries, no_gpu, race)
                 if job:
                     yield job
 
@@ -201,7 +208,7 @@ class Evaluator:
             yield self._finish(e, cand, meta)
 
     def _job(self, cand: Candidate, shape: Shape, prepared: Prepared, meta, measure_libraries: bool,
-             no_gpu: list) -> Job | None:
+             no_gpu: list, race: bool = True) -> Job | None:
         if self.archive:
             m = meta(cand) if meta else {}
             stored.add_kernel(self.archive, cand, run_id=self.run_id, generation=m.get("generation"),
@@ -224,6 +231,9 @@ class Evaluator:
 
         def on_gpu(info: DeviceInfo) -> dict:  # computed for the GPU that runs the job
             extra = _launch_on(cand, shape, info.num_sms)
+            fastest = self._fastest.get((info.key, shape))
+            if race and fastest and self.cfg.race_factor > 0:
+                extra["race"] = {"mode": self.cfg.mode, "ms": self.cfg.race_factor * fastest}
             if measure_libraries:
                 extra["libraries"] = self._missing_libraries(info.key, shape)
             if "launch" in extra and not self._has_peaks(info.key):  # joined a cluster: peaks come with the result
@@ -273,6 +283,10 @@ class Evaluator:
         self._take_peaks(reply)
         if k.status == Status.OK and k.gpu not in self._peaks:  # its roofline needs them, and none came with it
             self._ensure_peaks()
+        timing = k.timing(self.cfg.mode)
+        if k.status == Status.OK and timing and timing.median_ms > 0:
+            key = (k.gpu, shape)
+            self._fastest[key] = min(self._fastest.get(key, timing.median_ms), timing.median_ms)
         libs = self.library_times(k.gpu, shape, self.cfg.mode)
         best = min(libs, key=lambda lib: libs[lib]) if libs else None
         peaks = self._peaks.get(k.gpu)

@@ -276,9 +276,12 @@ class TimingSets:
             reason = verdict(error_stats(self.C[i].float(), reference(self.A[i], self.B[i])))
         return f"a timed launch (buffer set {i}) gave a wrong output: {reason}" if reason else None
 
-    def time_all(self, call: Callable[[int], None], req: dict, *, verify: bool = True, capturable: bool = True):
+    def time_all(self, call: Callable[[int], None], req: dict, *, verify: bool = True, capturable: bool = True,
+                 race: dict | None = None):
         """Time `call` in every requested mode; returns (timings, error or None). With `verify`, the
-        outputs of timed launches are checked and the first failure ends the timing."""
+        outputs of timed launches are checked and the first failure ends the timing. `race`
+        ({"mode", "ms"}, a kernel's request only): in that sealed mode, no replay after one slower
+        than "ms" per launch."""
         h, timings = self.h, []
         with steps.step("estimate"):
             est = self.estimate_ms(call)
@@ -298,8 +301,9 @@ class TimingSets:
                 if "chunks" not in steps.current.info:  # the kernel's (timed first), not a library's after it
                     steps.current.note(sets=self.n, set_bytes=2 * (self.M * self.K + self.K * self.N + self.M * self.N),
                                        chunks=chunks, estimate_ms=est)
+                give_up = race["ms"] if race and race.get("mode") == mode else None
                 t, error = time_sealed(call, self, mode=mode, chunks=chunks, replays=req["replays"], stream=h.stream,
-                                       clock=h.clock, capturable=capturable, verify=verify)
+                                       clock=h.clock, capturable=capturable, verify=verify, give_up_ms=give_up)
             timings.append(t)
             if error:
                 return timings, f"{mode} timing: {error}"

@@ -165,7 +165,7 @@ class GpuHarness:
         with steps.step("timing sets (allocate, fill)"):
             sets = TimingSets(self, M, N, K, req["modes"])
         call = lambda i: kernel.launch(sets.args(kernel, i), self.stream.cuda_stream)
-        return sets.time_all(call, req, verify=True)
+        return sets.time_all(call, req, verify=True, race=req.get("race"))
 
     def _evaluate_kernel(self, kernel: LoadedKernel, M: int, N: int, K: int, req: dict,
                          progress: Callable[[str], None]) -> KernelResult:

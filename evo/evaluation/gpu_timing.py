@@ -132,7 +132,7 @@ def _timed_ms(run: Callable[[], None], stream: torch.cuda.Stream, start: torch.c
 
 def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, replays: int,
                 stream: torch.cuda.Stream, clock: ClockReader, capturable: bool = True,
-                verify: bool = True) -> tuple[Timing, str | None]:
+                verify: bool = True, give_up_ms: float | None = None) -> tuple[Timing, str | None]:
     """Rotating-mode timing in which no launch can profit from an earlier one.
 
     One chunk = one launch on each of the `sets.n` buffer sets, captured as one graph. Before every
@@ -145,6 +145,7 @@ def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, re
     chunks. The chunks of a replay are queued without waiting for the GPU (evo.evaluation.sealed;
     calls without graphs wait for an idle GPU before each chunk's refresh): their times and verdicts
     (each copied to host memory as soon as its check is queued) are read once, at the replay's end.
+    `give_up_ms`: no replay after one whose sample exceeds it (racing, see run_sealed).
     Returns (timing, error or None)."""
     n = sets.n
     graph = torch.cuda.CUDAGraph() if capturable else None
@@ -174,7 +175,8 @@ def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, re
         clocks: list[tuple[float, bool]] = []
         if error is None:
             samples, clocks, error = run_sealed(_SealedOps(sets, chunk, stream, clock, graph is not None),
-                                                chunks=chunks, replays=replays, verify=verify)
+                                                chunks=chunks, replays=replays, verify=verify,
+                                                give_up_ms=give_up_ms)
     if not samples:
         samples = [float("nan")]
     return _summarise(mode, samples, chunks * n, n, clocks, "graph" if capturable else "events"), error

@@ -44,10 +44,12 @@ class SealedOps(Protocol):
     def clock(self) -> tuple[float, bool]: ...
 
 
-def run_sealed(ops: SealedOps, *, chunks: int, replays: int,
-               verify: bool) -> tuple[list[float], list[tuple[float, bool]], str | None]:
+def run_sealed(ops: SealedOps, *, chunks: int, replays: int, verify: bool,
+               give_up_ms: float | None = None) -> tuple[list[float], list[tuple[float, bool]], str | None]:
     """Samples (ms per launch, one per replay), clock readings, and the first error (None: every
-    timed output held). Stops after the first replay with an error."""
+    timed output held). Stops after the first replay with an error, and after the first replay whose
+    sample exceeds `give_up_ms` (racing: a kernel already far slower than the best on its shape
+    gets one replay, not all of them; what it ran is verified as always)."""
     samples: list[float] = []
     clocks: list[tuple[float, bool]] = []
     for _ in range(replays):
@@ -72,6 +74,8 @@ def run_sealed(ops: SealedOps, *, chunks: int, replays: int,
             return samples, clocks, error
         samples.append(sum(t() for t in times) / (chunks * ops.n))
         clocks.append(ops.clock())
+        if give_up_ms is not None and samples[-1] > give_up_ms:
+            break
     return samples, clocks, None
 
 

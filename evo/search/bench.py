@@ -63,7 +63,7 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
             progress.close()
             if pairs:
                 progress = Progress(len(pairs), "kernels", enabled=c.search.progress)
-                for e in ev.evaluate(pairs, measure_libraries=False):
+                for e in ev.evaluate(pairs, measure_libraries=False, race=False):
                     kernel_times[(e.kernel_id, e.shape)] = e
                     progress.update(note=f"{e.shape} {e.status}")
                 progress.close()

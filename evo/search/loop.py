@@ -173,6 +173,7 @@ class Search:
         for e in self.ev.evaluate(admit(pairs), meta=meta, later=later or [], admit=admit_plan):
             results[(e.kernel_id, e.shape)] = Outcome.of(e)
             self.state.spent += 1
+            self.state.raced += e.raced(self.c.evaluator.replays)
             offer(self.archive, self.run_id, cell_of(e.shape), e)
         for (kid, shape), outcome in results.items():
             if outcome is not None and (kid, shape) not in self.known:
@@ -614,7 +615,8 @@ class Search:
         sim = "SIMULATED " if self.c.evaluator.backend == "simulated" else ""
         log.info(f"{sim}gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
                  f"| {rate:.1f}/s | cells {len(rows)}/{len(self.shapes)} | geomean speedup by bucket: {best} "
-                 f"| failures: {fails} | repairs {self.state.repair_uses} (queued {len(self.state.repairs)})")
+                 f"| failures: {fails} | repairs {self.state.repair_uses} (queued {len(self.state.repairs)}) "
+                 f"| raced {self.state.raced}")
 
 
 def _prepare_families() -> None:

@@ -61,7 +61,7 @@ def retime(c: EvoConfig, wanted: dict[tuple[str, Shape], Candidate]) -> dict[tup
     log.info(f"compare: re-timing {len(pairs)} per-shape bests of every arm, {c.compare.retime_rounds} rounds "
              f"({len(order)} evaluations) in {r.archive.path}")
     with recorded_session(r, kind="retime") as s:
-        for _ in s.evaluator.evaluate(order, measure_libraries=False):  # each recorded in the archive as it ends
+        for _ in s.evaluator.evaluate(order, measure_libraries=False, race=False):  # each recorded in the archive as it ends
             pass
         medians, _ = _medians(s.archive, s.run_id)
     return medians

@@ -36,14 +36,16 @@ class SearchState:
     repairs: list[dict] = field(default_factory=list)  # failed children waiting for a repair, oldest first
     repair_uses: int = 0  # repair operator uses so far
     screened_out: int = 0  # children the cost model kept from the GPU
+    raced: int = 0  # evaluations timed with one replay: far slower than their shape's fastest (racing)
 
     def to_json(self) -> dict:
         return {"generation": self.generation, "spent": self.spent, "elapsed_s": self.elapsed_s,
                 "failures": dict(self.failures), "stalled": self.stalled, "repairs": self.repairs,
-                "repair_uses": self.repair_uses, "screened_out": self.screened_out}
+                "repair_uses": self.repair_uses, "screened_out": self.screened_out,
+                "raced": self.raced}
 
     @staticmethod
     def from_json(d: dict) -> SearchState:
         return SearchState(d["generation"], d["spent"], d["elapsed_s"], Counter(d.get("failures", {})),
                            d.get("stalled", 0), list(d.get("repairs", [])), d.get("repair_uses", 0),
-                           d.get("screened_out", 0))
+                           d.get("screened_out", 0), d.get("raced", 0))

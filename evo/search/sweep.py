@@ -88,6 +88,7 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
             ev.prepare(cand)
         failures: dict[str, int] = defaultdict(int)
         kept_out = 0  # correct, but timed on a throttled GPU: not in the cells
+        raced = 0  # timed with one replay: far slower than the shape's fastest so far
         progress = Progress(len(pairs), "sweep", enabled=c.search.progress)
         for e in ev.evaluate(pairs):
             if not e.ok:
@@ -95,6 +96,7 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
             offer(archive, run_id, cell_of(e.shape), e)
             if e.ok and throttled(e):
                 kept_out += 1
+            raced += e.raced(c.evaluator.replays)
             progress.update(note=f"{e.shape} {e.status}")
         progress.close()
         best = {Shape(r["M"], r["N"], r["K"]): r for r in elites(archive, run_id)}
@@ -107,11 +109,15 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
                  + format_bucket_table(summary), extra=RESULT)
         if failures:
             log.info("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items())))
+        if raced:
+            log.info(f"{raced} of {len(pairs)} evaluations were timed with one replay of {c.evaluator.replays}: over "
+                     f"{c.evaluator.race_factor}x slower than their shape's fastest (evaluator.race_factor=0 times all alike)")
         if kept_out:
             log.warning(f"{kept_out} of {len(pairs)} evaluations were correct but timed on a throttled GPU: kept out "
                         f"of the cells, not re-measured")
         archive.put_state(run_id, "summary", summary)
-        return {"run_id": run_id, "summary": summary, "failures": dict(failures), "throttled": kept_out}
+        return {"run_id": run_id, "summary": summary, "failures": dict(failures), "throttled": kept_out,
+                "raced": raced}
 
 
 def format_bucket_table(rows: list[dict]) -> str:
