@@ -47,6 +47,27 @@ def test_includes_come_from_the_allow_list():
     assert "stdio.h" in rejections[0].reason and rejections[0].line == 1
 
 
+@pytest.mark.parametrize("spelling", [
+    '%:include "/tmp/secret.txt"',  # the digraph of #
+    '#\\\ninclude "/tmp/secret.txt"',  # a backslash-newline splice inside the directive
+    '#inc\\  \nlude "/tmp/secret.txt"',  # gcc splices a backslash followed by spaces too
+    '??=include "/tmp/secret.txt"',  # the trigraph of #
+    '#/* a comment\nover two lines */include "/tmp/secret.txt"',
+])
+def test_an_include_spelt_as_the_preprocessor_reads_it_is_still_checked(spelling):
+    """A hostile answer read a local file this way (nvcc included it, its text came back in the compile
+    errors that repair prompts send to the API)."""
+    rejections = check_source(GOOD.replace("#include <cuda_fp16.h>", "#include <cuda_fp16.h>\n" + spelling))
+    assert any(r.rule == "include" and "/tmp/secret.txt" in r.reason and r.line == 2 for r in rejections), rejections
+
+
+def test_line_numbers_survive_splices():
+    src = GOOD.replace("// @evo block = 16, 16", "#define TWO_LINES 1 + \\\n  1\n// @evo block = 16, 16")
+    src = src.replace('    const char* s = "fopen(";', '    printf("x");')
+    (r,) = check_source(src)
+    assert r.line == src.splitlines().index('    printf("x");') + 1
+
+
 def test_include_through_a_macro_is_rejected():
     src = "#define HDR <stdio.h>\n#include HDR\n" + GOOD
     assert any("not a macro" in r.reason and r.line == 2 for r in check_source(src))

@@ -36,7 +36,7 @@ _FORBIDDEN: tuple[tuple[str, str], ...] = (
     (r"\b(?:malloc|free|new|delete)\b", "dynamic allocation is not allowed in a candidate"),
     (r"\bint\s+main\s*\(", "a candidate is a kernel, not a program: remove main()"),
     (r"\b__host__\b", "host code is not allowed in a candidate: mark helpers __device__"),
-    (r"^\s*#\s*(?:pragma\s+comment|line|error)\b", "this preprocessor directive is not allowed"),
+    (r"^\s*#\s*(?:pragma\s+comment|line|error|embed)\b", "this preprocessor directive is not allowed"),
     (r"^\s*#\s*include\s*(?![<\"\s])|^\s*#\s*include\s+(?![<\"])", "#include must name a header in <> or quotes, not a macro"),
     (r"\bextern\s*\"C\"\s*\{", "wrap nothing in extern \"C\" { }: declare only hgemm as extern \"C\""),
 )
@@ -92,6 +92,32 @@ def strip_comments_and_strings(source: str) -> str:
     return "".join(out)
 
 
+_TRIGRAPHS = {"??=": "#", "??/": "\\", "??'": "^", "??(": "[", "??)": "]", "??!": "|", "??<": "{", "??>": "}",
+              "??-": "~"}
+
+
+def as_the_preprocessor_reads(source: str) -> str:
+    """The source as the preprocessor sees its directives, line numbers kept: trigraphs replaced,
+    backslash-newline splices joined (gcc also joins a backslash followed by spaces; each joined
+    line's newline moves after its logical line), comments and string literals blanked, and the
+    digraph %: read as #. Without this, `%:include "/file"` or an `#include` split by a splice passed
+    the checks and nvcc read the file (its text then reached repair prompts in the compile errors)."""
+    for tri, char in _TRIGRAPHS.items():
+        source = source.replace(tri, char)
+    out: list[str] = []
+    pending, carried = "", 0
+    for line in source.split("\n"):
+        bare = line.rstrip(" \t\r\f\v")
+        if bare.endswith("\\"):
+            pending, carried = pending + bare[:-1], carried + 1
+            continue
+        out += [pending + line] + [""] * carried
+        pending, carried = "", 0
+    if carried:  # the file ends in a splice
+        out += [pending] + [""] * (carried - 1)
+    return strip_comments_and_strings("\n".join(out)).replace("%:", "#")
+
+
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
@@ -115,7 +141,7 @@ def check_source(source: str) -> list[Rejection]:
     except DeclarationError as e:
         rejections.append(Rejection("declaration", f"launch declaration: {e}", e.line))
         decl = None
-    code = strip_comments_and_strings(source)
+    code = as_the_preprocessor_reads(source)
     for m in _INCLUDE.finditer(code):
         header = m.group(2).strip()
         if header not in ALLOWED_INCLUDES:
