@@ -103,6 +103,7 @@ class LLMConfig:
     idle_timeout_s: float = 90.0  # no byte from the API for this long: the attempt is given up
     max_retries: int = 4
     retry_after_cap_s: float = 30.0  # a longer retry-after is cut to this
+    stop_grace_s: float = 30.0  # on Ctrl-C, how long to wait for LLM answers in flight (they are billed)
     base_url: Optional[str] = None
     replay_from: Optional[str] = None  # archive whose recorded responses answer (llm=replay)
     replay_run: Optional[int] = None  # run in replay_from whose calls answer (default: the last with calls)

@@ -39,6 +39,23 @@ def events(msg: dict) -> bytes:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in out).encode()
 
 
+def sse(name: str, data: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+class Raw:
+    """An answer sent as it comes: event-stream headers without a length, then each chunk after its
+    delay, then the connection closes (whatever the chunks said): trickles, cut streams, floods."""
+
+    def __init__(self, chunks):
+        self.chunks = chunks  # iterable of (delay_s, bytes)
+
+
+def stream_parts(msg: dict) -> list[bytes]:
+    """The events of `events(msg)`, one bytes object each, to send a part of them (a cut stream)."""
+    return [part + b"\n\n" for part in events(msg).split(b"\n\n") if part]
+
+
 def error(kind: str, text: str) -> dict:
     return {"type": "error", "error": {"type": kind, "message": text}}
 
@@ -60,6 +77,9 @@ class FakeAnthropic:
                 status, payload, delay = server.behaviour(body, len(server.requests))
                 if delay:
                     time.sleep(delay)
+                if isinstance(payload, Raw):
+                    self._raw(payload)
+                    return
                 text = isinstance(payload, str)  # a str is sent as an HTML page (a proxy's answer)
                 sse = body.get("stream") and status == 200 and not text
                 data = events(payload) if sse else (payload if text else json.dumps(payload)).encode()
@@ -75,7 +95,25 @@ class FakeAnthropic:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout)
 
+            def _raw(self, payload: Raw):
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("connection", "close")
+                    self.end_headers()
+                    for delay, chunk in payload.chunks:
+                        if server.closing.is_set():
+                            return
+                        time.sleep(delay)
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up
+                self.close_connection = True
+
+        self.closing = threading.Event()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -84,6 +122,7 @@ class FakeAnthropic:
         return self
 
     def __exit__(self, *exc):
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 

@@ -48,3 +48,32 @@ def test_a_resumed_run_uses_the_interrupted_generations_answers_again(monkeypatc
                                                     "kernel_id is not null")}
     evaluated = {r["kernel_id"] for r in a.db.query("select kernel_id from evaluations where generation = 2")}
     assert children <= evaluated  # the kept answers made their children again
+
+
+@pytest.mark.parametrize("grace_s, kept", [(10.0, True), (0.0, False)])
+def test_a_stopped_run_waits_for_the_answers_it_asked_for(monkeypatch, tmp_path, grace_s, kept):
+    """Answers in flight at Ctrl-C were billed and lost (the call threads died with the process);
+    with llm.stop_grace_s the run waits for them and records them for `evo resume`."""
+    from evo.evaluation.evaluator import Evaluator
+    from evo.search import run_search
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    path = tmp_path / "g.sqlite"
+    evaluate = Evaluator.evaluate
+
+    def stopped_while_asking(self, pairs, **kw):  # Ctrl-C while a generation's calls are out
+        if kw.get("later"):
+            raise KeyboardInterrupt
+        return evaluate(self, pairs, **kw)
+
+    with FakeAnthropic(lambda req, n: (200, message(deepen(prompt_of(req), str(n))), 1.0)) as server:
+        c, raw = compose(search_overrides(server, path, "llm.prompts=[deepen_pipeline]", "llm.preflight=false",
+                                          "mutator.structural=[]", "search.max_evaluations=16",
+                                          f"llm.stop_grace_s={grace_s}"))
+        monkeypatch.setattr(Evaluator, "evaluate", stopped_while_asking)
+        with pytest.raises(KeyboardInterrupt):
+            run_search(c, raw)
+        a = Archive.open(path, readonly=True)
+        answered = a.db.execute("select count(*) from llm_calls where response is not null").fetchone()[0]
+        a.close()
+        asked = len(server.requests)
+    assert asked > 0 and (answered == asked) == kept

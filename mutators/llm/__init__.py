@@ -59,6 +59,10 @@ def _preflight(client, recorder) -> None:
     try:
         reply = client.preflight()
     except LLMCallError as e:
+        if e.cost_usd:  # an answer cut mid-stream is billed: counted against the budget
+            recorder.record(operator="preflight", model=client.cfg.model, prompt_hash=PREFLIGHT,
+                            occurrence=recorder.next_occurrence(PREFLIGHT), outcome=e.kind, error=str(e),
+                            cost_usd=e.cost_usd, replayed=0)
         if e.kind == "refused":
             raise LLMRefused(f"the Messages API refused a first test call: {e}") from None
         log.warning(f"a first test call to the Messages API failed ({e}); the search starts anyway and each LLM "
@@ -69,7 +73,7 @@ def _preflight(client, recorder) -> None:
     recorder.record(operator="preflight", model=reply.model, prompt_hash=PREFLIGHT,
                     occurrence=recorder.next_occurrence(PREFLIGHT), outcome="preflight",
                     stop_reason=reply.stop_reason, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-                    cost_usd=reply.cost_usd, replayed=int(reply.replayed))
+                    cost_usd=reply.cost_usd, replayed=int(reply.replayed), error=getattr(reply, "note", "") or None)
 
 
 __all__ = ["build_llm_operators", "LLMOperator", "LLMRefused", "OperatorFailure", "Request", "load_templates"]

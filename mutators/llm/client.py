@@ -8,33 +8,39 @@ several threads: a semaphore bounds the calls in flight.
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from evo.config import LLMConfig
 from evo.core.errors import EvoError
+from evo.mutators.llm.edits import MAX_ANSWER
 from evo.mutators.llm.prices import cost_usd, require_price
 
 PREFLIGHT = "preflight"  # the prompt hash of the test call before a run (replay repeats its cost)
 CHARS_PER_TOKEN = 3.5  # rough size of source code in tokens, for the cacheable-prefix check
+MOST_INPUT_TOKENS = 2_000_000  # more than any model's context: a usage figure above it is not believed
 
 
 class LLMCallError(EvoError):
     """The call produced no answer. `kind`: "unavailable" (network, timeout, overload, rate limit,
-    server error, an answer that is not a message: nobody's fault, no penalty for the operator) or
-    "refused" (authentication, permission, unknown model, a rejected request: every later call
-    would fail the same way, so the run stops; the message says what to fix)."""
+    server error, an answer that is not a message: nobody's fault, no penalty for the operator),
+    "refused" (authentication, permission, payment, unknown model, a rejected request: every later
+    call would fail the same way, so the run stops; the message says what to fix) or "no_edit" (an
+    answer too long to be a kernel, given up while streaming)."""
 
-    def __init__(self, message: str, kind: str = "unavailable", *, replayed: bool = False):
+    def __init__(self, message: str, kind: str = "unavailable", *, replayed: bool = False, cost_usd: float = 0.0):
         super().__init__(message)
         self.kind, self.replayed = kind, replayed
+        self.cost_usd = cost_usd  # what the failed attempts cost (answers cut mid-stream are billed)
 
 
 #: HTTP statuses that will not go away by asking again, and what to fix
 REFUSALS = {
     400: "the API rejected the request: check llm.model, llm.max_tokens, llm.thinking_budget and llm.temperature",
     401: "the API key was not accepted: check ANTHROPIC_API_KEY",
+    402: "the API would not take payment: check the account's billing and credit balance",
     403: "the API key may not use this model or endpoint: check ANTHROPIC_API_KEY's permissions and llm.model",
     404: "the API does not know this model (or llm.base_url is wrong): check llm.model and llm.base_url",
     422: "the API rejected the request: check llm.model, llm.max_tokens, llm.thinking_budget and llm.temperature",
@@ -78,6 +84,7 @@ class Reply:
     cost_usd: float = 0.0
     latency_s: float = 0.0
     replayed: bool = False
+    note: str = ""  # e.g. the API's usage figures were not believable: the cost is an estimate
 
     @classmethod
     def from_row(cls, row: dict, model: str, *, replayed: bool) -> Reply:
@@ -99,20 +106,25 @@ class AnthropicClient:
         self.sleep = time.sleep  # tests watch the waits
 
     def complete(self, req: Request) -> Reply:
-        start = time.monotonic()
-        deadline = start + self.cfg.timeout_s
-        with self._slots:
-            attempt = 0
+        with self._slots:  # the call's limit starts when it may go out, not while it waits its turn
+            start = time.monotonic()
+            deadline = start + self.cfg.timeout_s
+            attempt, wasted = 0, 0.0  # wasted: the cost of attempts cut mid-answer
             while True:
                 try:
-                    return self._once(req, start, deadline)
+                    reply = self._once(req, self.params(req), start, deadline)
+                    return replace(reply, cost_usd=reply.cost_usd + wasted) if wasted else reply
+                except LLMCallError as e:
+                    e.cost_usd += wasted
+                    raise
                 except _Retry as r:
+                    wasted += r.cost_usd
                     attempt += 1
                     left = deadline - time.monotonic()
                     if attempt > self.cfg.max_retries or left <= 0:
                         why = (f"{attempt - 1} retries" if attempt > self.cfg.max_retries
                                else f"the call's limit llm.timeout_s={self.cfg.timeout_s:g} s")
-                        raise LLMCallError(f"{r.reason} (gave up after {why})") from None
+                        raise LLMCallError(f"{r.reason} (gave up after {why})", cost_usd=wasted) from None
                     wait = r.retry_after if r.retry_after is not None else min(8.0, 0.5 * 2 ** (attempt - 1))
                     self.sleep(max(0.0, min(wait, self.cfg.retry_after_cap_s, left)))
 
@@ -131,65 +143,146 @@ class AnthropicClient:
             p["extra_body"] = {"temperature": self.cfg.temperature}
         return p
 
-    def _once(self, req: Request, start: float, deadline: float) -> Reply:
+    def _once(self, req: Request, params: dict, start: float, deadline: float) -> Reply:
+        """One attempt. The httpx timeout bounds each read, not the call: a server that trickles bytes
+        (or pings) forever is cut by a timer at the call's deadline, which closes the stream."""
         sdk = self._sdk
         timeout = max(1.0, min(self.cfg.idle_timeout_s, deadline - time.monotonic()))
+        cut, stream = threading.Event(), None
+        limit = (f"the answer was still streaming at the call's limit llm.timeout_s={self.cfg.timeout_s:g} s")
         try:
-            with self.client.messages.stream(**self.params(req), timeout=timeout) as stream:
-                for _ in stream:
-                    if time.monotonic() > deadline:
-                        raise LLMCallError(f"the answer was still streaming at the call's limit "
-                                           f"llm.timeout_s={self.cfg.timeout_s:g} s")
-                msg = stream.get_final_message()
+            with self.client.messages.stream(**params, timeout=timeout) as stream:
+                timer = threading.Timer(max(0.0, deadline - time.monotonic()), _cut, (stream, cut))
+                timer.daemon = True
+                timer.start()
+                try:
+                    chars = 0
+                    for event in stream:
+                        chars += len(getattr(event, "text", "") or "") if getattr(event, "type", "") == "text" else 0
+                        if chars > MAX_ANSWER:
+                            raise LLMCallError(f"the answer is longer than {MAX_ANSWER} characters (given up while "
+                                               f"streaming: no kernel is that long)", "no_edit",
+                                               cost_usd=self._partial_cost(stream, req))
+                        if time.monotonic() > deadline:
+                            raise LLMCallError(limit, cost_usd=self._partial_cost(stream, req))
+                    msg = stream.get_final_message()
+                finally:
+                    timer.cancel()
         except sdk.APIStatusError as e:
             status = getattr(e, "status_code", 0)
             if status in REFUSALS:
                 raise LLMCallError(f"{REFUSALS[status]} ({type(e).__name__} {status}: {str(e)[:300]})",
                                    "refused") from None
-            raise _Retry(f"{type(e).__name__} {status}: {str(e)[:300]}", _retry_after(e.response)) from None
+            if status == 413:  # this prompt is too large: asking again cannot help, other prompts may pass
+                raise LLMCallError(f"the API found the request too large ({str(e)[:300]})") from None
+            what = "an error event in the answer stream" if status == 200 else f"{type(e).__name__} {status}"
+            raise _Retry(f"{what}: {str(e)[:300]}", _retry_after(e.response),
+                         self._partial_cost(stream, req)) from None
         except (sdk.APIConnectionError, sdk.APITimeoutError) as e:
             raise _Retry(f"{type(e).__name__}: {str(e)[:300]}") from None
         except LLMCallError:
             raise
         except Exception as e:  # whatever the SDK or the transport raises: the call failed, the run goes on
+            if cut.is_set():
+                raise LLMCallError(limit, cost_usd=self._partial_cost(stream, req)) from None
+            if _connection_broke(e):
+                raise _Retry(f"the connection broke mid-answer ({type(e).__name__}: {str(e)[:200]})", None,
+                             self._partial_cost(stream, req)) from None
             raise LLMCallError(f"the call failed, or the API answered with something that is not a message stream "
-                               f"({type(e).__name__}: {str(e)[:300]}); check llm.base_url and any proxy between") from None
-        return self.reply(msg, time.monotonic() - start)
+                               f"({type(e).__name__}: {str(e)[:300] or 'no detail'}); check llm.base_url and any proxy "
+                               f"between", cost_usd=self._partial_cost(stream, req)) from None
+        if cut.is_set():
+            raise LLMCallError(limit, cost_usd=self._partial_cost(stream, req))
+        if getattr(msg, "stop_reason", None) is None:  # the stream ended before the API said the message was done
+            raise _Retry("the answer stream ended before the message was complete (no stop reason)", None,
+                         self._partial_cost(stream, req))
+        return self.reply(msg, time.monotonic() - start, req, max_tokens=params["max_tokens"])
 
-    def reply(self, msg, latency_s: float) -> Reply:
+    def reply(self, msg, latency_s: float, req: Request | None = None, *, max_tokens: int | None = None) -> Reply:
         content, u = getattr(msg, "content", None), getattr(msg, "usage", None)
-        if not isinstance(content, list) or u is None:  # e.g. a proxy's HTML page with status 200
+        if not isinstance(content, list):  # e.g. a proxy's HTML page with status 200
             raise LLMCallError(f"the API answered with something that is not a message ({type(msg).__name__}: "
-                               f"{str(msg)[:200]!r}); check llm.base_url and any proxy between")
-        tokens: dict[str, int] = {"input_tokens": u.input_tokens or 0, "output_tokens": u.output_tokens or 0,
-                                  "cache_write_tokens": getattr(u, "cache_creation_input_tokens", 0) or 0,
-                                  "cache_read_tokens": getattr(u, "cache_read_input_tokens", 0) or 0}
-        text = "".join(getattr(b, "text", "") for b in content if getattr(b, "type", "") == "text")
-        return Reply(text, getattr(msg, "model", None) or self.cfg.model, getattr(msg, "stop_reason", None),
-                     tokens["input_tokens"], tokens["output_tokens"], tokens["cache_write_tokens"],
-                     tokens["cache_read_tokens"], cost_usd(self.price, **tokens), latency_s)
+                               f"{str(msg)[:200]!r}); check llm.base_url and any proxy between",
+                               cost_usd=self._estimate(req))
+        text = "".join(getattr(b, "text", "") or "" for b in content if getattr(b, "type", "") == "text")
+        tokens, bad = self._tokens(u)
+        model = getattr(msg, "model", None) or self.cfg.model
+        if bad:  # the answer is kept (it is paid for); its cost is an upper estimate, said so
+            out = self.cfg.max_tokens if max_tokens is None else max_tokens
+            return Reply(text, model, getattr(msg, "stop_reason", None), cost_usd=self._estimate(req, out),
+                         latency_s=latency_s, note=f"the API's usage figures were not believable ({bad}): the cost is "
+                                                   f"estimated from the prompt's length and llm.max_tokens")
+        return Reply(text, model, getattr(msg, "stop_reason", None), tokens["input_tokens"], tokens["output_tokens"],
+                     tokens["cache_write_tokens"], tokens["cache_read_tokens"], cost_usd(self.price, **tokens), latency_s)
+
+    def _tokens(self, u) -> tuple[dict[str, int], str]:
+        """The usage's token counts, and what is wrong with them ("" when each is a whole number from 0
+        to what a model can take: a hostile or broken server must not make calls free or the budget NaN)."""
+        fields = {"input_tokens": "input_tokens", "output_tokens": "output_tokens",
+                  "cache_write_tokens": "cache_creation_input_tokens", "cache_read_tokens": "cache_read_input_tokens"}
+        if u is None:
+            return {}, "no usage"
+        tokens: dict[str, int] = {}
+        for ours, theirs in fields.items():
+            v = getattr(u, theirs, None)
+            if v is None and ours.startswith("cache"):
+                v = 0
+            most = self.cfg.max_tokens if ours == "output_tokens" else MOST_INPUT_TOKENS
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= most:
+                return {}, f"{theirs}={v!r}"
+            tokens[ours] = v
+        return tokens, ""
+
+    def _estimate(self, req: Request | None, output_tokens: int = 0) -> float:
+        """An upper estimate of a call's cost when the API's figures are missing or not believable: the
+        prompt at two characters a token, uncached, and `output_tokens` out (a complete answer: the
+        request's max_tokens)."""
+        chars = len(req.system) + len(req.text) if req else 0
+        return cost_usd(self.price, input_tokens=math.ceil(chars / 2), output_tokens=output_tokens,
+                        cache_write_tokens=0, cache_read_tokens=0)
+
+    def _partial_cost(self, stream, req: Request) -> float:
+        """What an attempt cut mid-answer cost: its usage so far when the stream reported believable
+        figures, else the prompt's estimate (the API bills the input of a cut answer)."""
+        try:
+            snapshot = stream.current_message_snapshot if stream is not None else None
+        except Exception:
+            snapshot = None
+        tokens, bad = self._tokens(getattr(snapshot, "usage", None))
+        return self._estimate(req) if bad else cost_usd(self.price, **tokens)
 
     def preflight(self) -> Reply:
         """One tiny call (max_tokens=1) with the run's key and model, before any work. LLMCallError:
-        "refused" says what to fix; "unavailable" (the API cannot be reached now) says why."""
+        "refused" says what to fix; "unavailable" (the API cannot be reached now) says why. Streamed
+        like every call, so that the same limit holds: a server that trickles bytes cannot hang the start."""
+        req = Request(PREFLIGHT, self.cfg.model, "", "ping", "")
+        params = {"model": self.cfg.model, "max_tokens": 1, "messages": [{"role": "user", "content": "ping"}]}
+        start = time.monotonic()
         try:
-            msg = self.client.messages.create(model=self.cfg.model, max_tokens=1,
-                                              messages=[{"role": "user", "content": "ping"}],
-                                              timeout=min(60.0, self.cfg.timeout_s))
-        except self._sdk.APIStatusError as e:
-            status = getattr(e, "status_code", 0)
-            kind = "refused" if status in REFUSALS else "unavailable"
-            raise LLMCallError(f"{REFUSALS.get(status, 'the API could not answer')} "
-                               f"({type(e).__name__} {status}: {str(e)[:300]})", kind) from None
-        except Exception as e:
-            raise LLMCallError(f"{type(e).__name__}: {str(e)[:300]}") from None
-        return self.reply(msg, 0.0)
+            return self._once(req, params, start, start + min(60.0, self.cfg.timeout_s))
+        except _Retry as r:
+            raise LLMCallError(f"the API could not answer ({r.reason})", cost_usd=r.cost_usd) from None
 
 
 class _Retry(Exception):
-    def __init__(self, reason: str, retry_after: float | None = None):
+    def __init__(self, reason: str, retry_after: float | None = None, cost_usd: float = 0.0):
         super().__init__(reason)
-        self.reason, self.retry_after = reason, retry_after
+        self.reason, self.retry_after, self.cost_usd = reason, retry_after, cost_usd
+
+
+def _cut(stream, cut: threading.Event) -> None:
+    """At the call's deadline: close the stream (the reading thread then fails or ends) and say why."""
+    cut.set()
+    try:
+        stream.close()
+    except Exception:
+        pass
+
+
+def _connection_broke(e: BaseException) -> bool:
+    """An httpx (or httpx2) transport or stream error: the connection failed mid-answer, worth a retry."""
+    return any(c.__name__ in ("TransportError", "StreamError") and c.__module__.split(".")[0].startswith("httpx")
+               for c in type(e).__mro__)
 
 
 def _retry_after(response) -> float | None:

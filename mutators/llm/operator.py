@@ -97,23 +97,24 @@ class LLMOperator:
         try:
             reply = self.client.complete(req) if kept is None else Reply.from_row(kept, req.model, replayed=False)
         except LLMCallError as e:
-            record(**row, outcome=e.kind, error=str(e), replayed=int(e.replayed))
+            record(**row, outcome=e.kind, error=str(e), replayed=int(e.replayed), cost_usd=e.cost_usd or None)
             if e.kind == "refused" and not getattr(self.client, "refused", None):
                 self.client.refused = str(e)
             raise OperatorFailure(str(e), e.kind) from None
         row.update(_reply_columns(reply))
+        said = f"{reply.note}; " if reply.note else ""  # e.g. the cost is an estimate
         if reply.stop_reason == "max_tokens":  # a cut answer is never applied, not even its complete edits
             error = (f"the answer was cut at llm.max_tokens={getattr(self.client.cfg, 'max_tokens', '?')} "
                      f"({reply.output_tokens} output tokens): nothing of it is applied; raise llm.max_tokens")
-            record(**row, outcome="truncated", error=error)
+            record(**row, outcome="truncated", error=said + error)
             raise OperatorFailure(error, "truncated")
         try:
             source = apply_answer(parents[0].source, reply.text, self.edit_format)
         except EditError as e:
-            record(**row, outcome="no_edit", error=str(e))
+            record(**row, outcome="no_edit", error=said + str(e))
             raise OperatorFailure(str(e)) from None
         child = Candidate.make(source, operator=self.name, parents=tuple(p.id for p in parents))
-        record(**row, outcome="child", kernel_id=child.id)
+        record(**row, outcome="child", kernel_id=child.id, error=reply.note or None)
         return child
 
     def apply(self, parents: list[Candidate], rng: random.Random, *, shape: Shape, info: dict) -> Candidate:

@@ -10,6 +10,7 @@ run uses the answers of the generation that was interrupted again, instead of pa
 from __future__ import annotations
 
 import logging
+import math
 import threading
 
 from evo.archive import Archive
@@ -17,6 +18,7 @@ from evo.archive.llm_calls import add_llm_calls, answers_since, llm_spent, promp
 from evo.archive.store import now
 
 log = logging.getLogger(__name__)
+FAILING_CALLS = 8  # failed LLM calls in a row before the run says so (a power of two)
 
 
 class Recorder:
@@ -26,6 +28,7 @@ class Recorder:
         self.pending: list[dict] = []
         self._writer: Archive | None = None
         self.spent_usd = 0.0
+        self.failing: list[str] = []  # errors of the calls since the last that answered
         self.asked: dict[str, int] = {}
         self.kept: dict[tuple[str, int], dict] = {}  # answers of an interrupted generation
         if archive is not None and run_id is not None:
@@ -50,15 +53,36 @@ class Recorder:
         return self.spent_usd >= self.budget_usd
 
     def record(self, **row) -> None:
+        cost = row.get("cost_usd")
+        if cost is not None and not (isinstance(cost, (int, float)) and math.isfinite(cost) and cost >= 0):
+            # the client checks the API's figures; a cost that is still not a sum of money must not make
+            # the budget NaN (never spent) or negative (more to spend): counted as the whole budget
+            log.warning(f"an LLM call's cost came out as {cost!r}: counted as the whole budget")
+            row["cost_usd"] = cost = self.budget_usd
         with self._lock:
             was_exhausted = self.exhausted()
-            self.spent_usd += row.get("cost_usd") or 0.0
+            self.spent_usd += cost or 0.0
             self.pending.append({"run_id": self.run_id, "created_at": now(), **row})
             if self.exhausted() and not was_exhausted:
                 log.warning(f"the LLM budget of ${self.budget_usd:g} is spent (${self.spent_usd:.2f}): LLM operators "
                             f"are off for the rest of the run and the search goes on with the structural operators; raise "
                             f"llm.budget_usd with `evo resume` to go on")
+            self._note_failures(row)
             self.flush()
+
+    def _note_failures(self, row: dict) -> None:
+        """Say so when the API keeps failing (the search goes on with structural operators, quietly
+        otherwise): once after FAILING_CALLS failed calls in a row, again at each doubling."""
+        if row.get("outcome") != "unavailable":
+            if row.get("response") is not None:
+                self.failing = []
+            return
+        self.failing.append(str(row.get("error") or "?"))
+        n = len(self.failing)
+        if n >= FAILING_CALLS and n & (n - 1) == 0:
+            log.warning(f"the last {n} LLM calls all failed (latest: {self.failing[-1][:300]}); the search goes on "
+                        f"with the structural operators and keeps asking; check llm.base_url, the network and the "
+                        f"API's status")
 
     def flush(self) -> None:
         with self._lock:

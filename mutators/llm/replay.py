@@ -44,5 +44,5 @@ class ReplayClient:
                                replayed=True)
         if row["response"] is None:  # a recorded failure fails again, the same way
             raise LLMCallError(row["error"] or "recorded failure", "refused" if row["outcome"] == "refused"
-                               else "unavailable", replayed=True)
+                               else "unavailable", replayed=True, cost_usd=row["cost_usd"] or 0.0)
         return Reply.from_row(row, self.cfg.model, replayed=True)

@@ -1,0 +1,168 @@
+"""A Messages API server that misbehaves on purpose: every call still ends within llm.timeout_s, the
+budget counts what answers cost (never NaN, negative or nothing), an answer cut or unfinished is not
+taken for a kernel, and a run says so when the API keeps failing."""
+import logging
+import threading
+import time
+
+import pytest
+
+from evo.mutators.llm.operator import OperatorFailure
+from evo.mutators.llm.recorder import FAILING_CALLS, Recorder
+from tests.fake_anthropic import FakeAnthropic, Raw, error, message, prompt_of, sse, stream_parts
+from tests.llm_helpers import PARENT, SHAPE, calls, deepen, operators
+
+START = sse("message_start", {"type": "message_start", "message": dict(
+    message(""), content=[], stop_reason=None, usage={"input_tokens": 1000, "output_tokens": 1})})
+PING = sse("ping", {"type": "ping"})
+
+
+def use(ops):
+    return ops["llm:deepen_pipeline"].apply([PARENT], None, shape=SHAPE, info={})
+
+
+def test_a_server_that_pings_forever_is_cut_at_the_calls_limit_and_its_input_is_billed(llm_env):
+    """httpx's timeout bounds each read, so pings every 0.2 s kept a call open for as long as the server liked."""
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, Raw([(0, START)] + [(0.2, PING)] * 300), 0)) as server:
+        ops, _ = operators(server, archive, run, timeout_s=2, idle_timeout_s=1, max_retries=0)
+        t0 = time.monotonic()
+        with pytest.raises(OperatorFailure, match="still streaming at the call's limit"):
+            use(ops)
+        assert time.monotonic() - t0 < 5
+    (row,) = calls(archive)
+    assert row["outcome"] == "unavailable" and row["cost_usd"] > 0  # the 1000 input tokens of message_start
+
+
+def test_a_preflight_that_trickles_cannot_hold_the_start(llm_env):
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, Raw([(0, START)] + [(0.2, PING)] * 300), 0)) as server:
+        t0 = time.monotonic()
+        ops, _ = operators(server, archive, run, preflight=True, timeout_s=2, idle_timeout_s=1)
+        assert time.monotonic() - t0 < 5 and ops  # a warning, and the search starts
+    (row,) = calls(archive)
+    assert row["operator"] == "preflight" and row["cost_usd"] > 0
+
+
+@pytest.mark.parametrize("usage", [
+    {"input_tokens": "lots", "output_tokens": 200},
+    {"input_tokens": -30000, "output_tokens": 200},
+    {"input_tokens": None, "output_tokens": None},
+    {"input_tokens": 1000, "output_tokens": 10 ** 12},
+])
+def test_usage_figures_that_are_not_believable_cost_an_upper_estimate_and_keep_the_answer(llm_env, usage):
+    """A string crashed the call after the answer was paid (lost); a negative count refunded the budget;
+    null made calls free; a NaN switched the budget off."""
+    archive, run = llm_env
+
+    def behaviour(req, n):
+        m = message(deepen(prompt_of(req)))
+        return 200, dict(m, usage=dict(usage, cache_creation_input_tokens=0, cache_read_input_tokens=0)), 0
+
+    with FakeAnthropic(behaviour) as server:
+        ops, _ = operators(server, archive, run, max_retries=0)
+        try:
+            child = use(ops)
+        except OperatorFailure as e:  # the SDK may refuse the stream outright: then a failure, billed
+            child = None
+            assert e.kind == "unavailable"
+        recorder = ops["llm:deepen_pipeline"].recorder
+    (row,) = calls(archive)
+    assert 0 < row["cost_usd"] < 10 and recorder.spent_usd == pytest.approx(row["cost_usd"])
+    if child is not None:
+        assert row["outcome"] == "child" and "not believable" in row["error"]
+
+
+def test_an_answer_that_ends_without_its_stop_is_not_a_kernel_and_is_asked_again(llm_env):
+    archive, run = llm_env
+
+    def behaviour(req, n):
+        parts = stream_parts(message(deepen(prompt_of(req))))
+        if n == 1:  # everything up to the end of the text, then the connection closes
+            return 200, Raw([(0, p) for p in parts[:-2]]), 0
+        return 200, message(deepen(prompt_of(req))), 0
+
+    with FakeAnthropic(behaviour) as server:
+        ops, _ = operators(server, archive, run, max_retries=1)
+        child = use(ops)
+        assert len(server.requests) == 2
+    (row,) = calls(archive)
+    assert row["outcome"] == "child" and row["kernel_id"] == child.id
+    assert row["cost_usd"] > ops["llm:deepen_pipeline"].client.reply(
+        _Msg(row["response"]), 0.0).cost_usd  # the cut attempt's input is billed on top
+
+
+class _Msg:
+    """A message as the SDK gives it, for pricing one answer alone."""
+
+    def __init__(self, text):
+        self.content = [type("B", (), {"type": "text", "text": text})()]
+        self.usage = type("U", (), {"input_tokens": 1000, "output_tokens": 200, "cache_creation_input_tokens": 0,
+                                    "cache_read_input_tokens": 0})()
+        self.model, self.stop_reason = "claude-sonnet-5", "end_turn"
+
+
+def test_a_call_waiting_for_its_turn_keeps_its_whole_limit(llm_env):
+    """With llm.concurrency=1 the second of two calls spent its limit waiting and failed, though sent."""
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, message(deepen(prompt_of(req), str(n))), 1.2)) as server:
+        ops, _ = operators(server, archive, run, concurrency=1, timeout_s=2, max_retries=0)
+        op = ops["llm:deepen_pipeline"]
+        outcomes = []
+        threads = [threading.Thread(target=lambda: outcomes.append(_try(op))) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert outcomes == ["child", "child"]
+
+
+def _try(op):
+    try:
+        op.apply([PARENT], None, shape=SHAPE, info={})
+        return "child"
+    except OperatorFailure as e:
+        return e.kind
+
+
+def test_payment_required_stops_the_run_instead_of_retrying(llm_env):
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (402, error("billing_error", "no credit"), 0)) as server:
+        ops, _ = operators(server, archive, run, max_retries=3)
+        with pytest.raises(OperatorFailure, match="billing") as info:
+            use(ops)
+        assert len(server.requests) == 1
+    assert info.value.kind == "refused"
+
+
+def test_an_answer_streaming_past_any_kernels_length_is_given_up_before_its_end(llm_env):
+    archive, run = llm_env
+    delta = sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                        "delta": {"type": "text_delta", "text": "x" * 50_000}})
+    block = sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                        "content_block": {"type": "text", "text": ""}})
+    with FakeAnthropic(lambda req, n: (200, Raw([(0, START), (0, block)] + [(0.01, delta)] * 2000), 0)) as server:
+        ops, _ = operators(server, archive, run, max_retries=0, timeout_s=30)
+        t0 = time.monotonic()
+        with pytest.raises(OperatorFailure, match="longer than") as info:
+            use(ops)
+        assert time.monotonic() - t0 < 10  # 2000 deltas would take 20 s
+    assert info.value.kind == "no_edit"
+    (row,) = calls(archive)
+    assert row["response"] is None and row["cost_usd"] > 0
+
+
+def test_a_run_says_so_when_the_api_keeps_failing(caplog):
+    recorder = Recorder(None, None, budget_usd=1.0)
+    with caplog.at_level(logging.WARNING):
+        for i in range(2 * FAILING_CALLS):
+            recorder.record(outcome="unavailable", error=f"APIStatusError 503 #{i}")
+    said = [r.getMessage() for r in caplog.records if "LLM calls all failed" in r.getMessage()]
+    assert len(said) == 2 and f"last {FAILING_CALLS} " in said[0] and f"#{2 * FAILING_CALLS - 1}" in said[1]
+
+
+@pytest.mark.parametrize("cost", [float("nan"), float("inf"), -5.0])
+def test_a_cost_that_is_not_a_sum_of_money_spends_the_budget(cost, caplog):
+    recorder = Recorder(None, None, budget_usd=1.0)
+    recorder.record(outcome="child", cost_usd=cost)
+    assert recorder.exhausted() and recorder.spent_usd == 1.0
