@@ -18,6 +18,17 @@ def resolve_run(a: Archive, run_id: int | None, kind: str | None = None) -> dict
     return run
 
 
+def unfinished_runs(a: Archive, kind: str) -> list[int]:
+    """Ids of the runs of one kind that did not finish (stopped, failed, or left running by a kill)."""
+    return [r["id"] for r in a.db.query("select id from runs where kind = ? and status != 'finished' order by id",
+                                        [kind])]
+
+
+def running_runs(a: Archive) -> list[int]:
+    """Ids of the runs whose status says running (their process may be alive, or killed)."""
+    return [r["id"] for r in a.db.query("select id from runs where status = 'running' order by id")]
+
+
 def elites(a: Archive, run_id: int) -> list[dict]:
     """Best kernel per shape with its time, each library's time (same GPU, same mode) and roofline."""
     rows = []

@@ -232,3 +232,39 @@ def test_a_run_stored_before_a_setting_existed_resumes_with_the_behaviour_it_sta
     assert (old.search.cost_prior, old.mutator.reward_against, old.mutator.evaluation_cost) == ("off", "parent", 0.0)
     new = resumed_config(as_dict(c), [])  # a run that stored them keeps what it stored
     assert (new.search.cost_prior, new.mutator.reward_against) == ("auto", "best")
+
+
+def test_a_plain_resume_names_an_unfinished_run_beside_the_finished_last_one(tmp_path):
+    """A killed run 1 beside a finished run 2: `evo resume ARCHIVE` spoke of run 2 only."""
+    from evo.core.errors import EvoError
+    path = finished_run(tmp_path)
+    a = Archive.open(path)
+    a.set_run_status(1, "running")  # as a kill -9 leaves it
+    a.close()
+    finished_run(tmp_path)
+    with pytest.raises(EvoError, match=rf"run 2 of .* finished; .*run 1 did not finish: continue it with "
+                                       rf"`evo resume {path} --run 1`"):
+        resume(str(path))
+
+
+def test_a_new_run_beside_a_live_one_says_so(tmp_path, caplog):
+    import dataclasses
+
+    from evo.archive.ownership import Owner
+    path = finished_run(tmp_path)
+    a = Archive.open(path)
+    a.set_run_status(1, "running")
+    a.put_state(1, OWNER_KEY, dataclasses.asdict(Owner.current()))  # a live process (this one) holds run 1
+    a.close()
+    with caplog.at_level(logging.WARNING):
+        finished_run(tmp_path)
+    assert any(f"also holds run 1 (pid {os.getpid()}" in r.getMessage() for r in caplog.records)
+
+
+def test_a_stopped_run_says_so_in_its_log(tmp_path, monkeypatch):
+    path = tmp_path / "s.sqlite"
+    monkeypatch.setattr(Search, "save", lambda self: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        run_search(*compose(BASE + [f"archive.path={path}", "search.max_evaluations=12"]))
+    log = (tmp_path / "s.run1.log").read_text()
+    assert f"search run 1 stopped (Ctrl-C): continue it with `evo resume {path} --run 1`" in log

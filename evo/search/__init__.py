@@ -16,7 +16,7 @@ from importlib import resources
 
 from omegaconf import DictConfig, OmegaConf
 
-from evo.archive import Archive
+from evo.archive import Archive, queries
 from evo.archive.ownership import refuse_if_held
 from evo.config import GROUPS, EvoConfig, as_dict, validate
 from evo.core.errors import ConfigError, EvoError
@@ -104,8 +104,11 @@ def resume(path: str, run_id: int | None = None, *, overrides: list[str] | None 
         if run["kind"] != "search":
             raise EvoError(f"run {run['id']} of {path} is a {run['kind']}, not a search: only searches resume")
         if run["status"] == "finished" and not overrides:
+            unfinished = [] if run_id else [i for i in queries.unfinished_runs(archive, "search") if i != run["id"]]
+            also = (f"; run {unfinished[-1]} did not finish: continue it with `evo resume {path} --run "
+                    f"{unfinished[-1]}`" if unfinished else "")
             raise EvoError(f"run {run['id']} of {path} finished; raise its budget to continue, e.g. "
-                           f"`evo resume {path} search.max_evaluations=5000`")
+                           f"`evo resume {path} search.max_evaluations=5000`{also}")
         c = resumed_config(json.loads(run["config_json"] or "{}"), overrides, run_id=run["id"])
         c.archive.path = str(path)  # the archive given, wherever the run first wrote it
         refuse_if_held(archive, run["id"], take_over=take_over)  # early; the session claims the run for good

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evo.archive import Archive
-from evo.archive.ownership import Owner, RunTakenOver, claim, release
+from evo.archive.ownership import Owner, RunTakenOver, claim, held_by, liveness, release
+from evo.archive.queries import running_runs
 from evo.config import EvoConfig, as_dict
 from evo.core.errors import ArchiveError, ConfigError, GpuUnavailable
 from evo.core.shapes import build_shape_set
@@ -29,6 +30,7 @@ from evo.evaluation.evaluator import Evaluator
 from evo.evaluation.limits import check_fits
 from evo.evaluation.pool import visible_gpus
 from evo.mutators.llm.prices import require_price
+from evo.search.overlap import wait_for_answers
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
@@ -92,6 +94,9 @@ def _take_up(c: EvoConfig, kind: str, raw_config: dict | None, resume_run: int |
     """Open the archive and claim the run (a new one, or `resume_run`) before anything else is written."""
     archive = Archive.open(c.archive.path, create=resume_run is None)
     try:
+        busy = _live_runs(archive)
+        if busy:  # allowed (one process per run), but the user should know two runs share the file
+            log.warning(f"{archive.path} also holds {busy} still running: this {kind} run goes beside it")
         if resume_run is None:
             with archive.transaction():  # the run and its owner together
                 run_id = archive.start_run(kind=kind, config=raw_config or as_dict(c), seed=c.search.seed,
@@ -104,6 +109,16 @@ def _take_up(c: EvoConfig, kind: str, raw_config: dict | None, resume_run: int |
         archive.close()
         raise
     return archive, run_id, owner, note
+
+
+def _live_runs(archive: Archive) -> str:
+    """The archive's runs whose owning process is alive on this machine (e.g. "run 1 (pid 4242)")."""
+    found = []
+    for run_id in running_runs(archive):
+        owner = held_by(archive, run_id)
+        if owner is not None and liveness(owner) == "alive":
+            found.append(f"run {run_id} ({owner.describe()})")
+    return ", ".join(found)
 
 
 def _let_go(archive: Archive, run_id: int, owner: Owner, status: str | None) -> None:
@@ -141,8 +156,11 @@ def recorded_session(c: EvoConfig, *, kind: str, raw_config: dict | None = None,
             archive.set_run_status(run_id, "running")
             yield Session(c, archive, run_id, evaluator, log_path, owner)
             status = "finished"
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             status = "stopped"
+            log.warning(f"{kind} run {run_id} stopped ({str(stop) or 'Ctrl-C'})"  # into the run's log too
+                        + (f": continue it with `evo resume {archive.path} --run {run_id}`" if kind == "search" else ""))
+            wait_for_answers(c.llm.stop_grace_s)  # paid answers in flight: recorded for `evo resume`
             raise
         except RunTakenOver:
             status = None
