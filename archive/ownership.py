@@ -117,6 +117,12 @@ def held_by(a: Archive, run_id: int) -> Owner | None:
     return Owner.from_json(d) if isinstance(d, dict) else None
 
 
+def live_owner(a: Archive, run_id: int) -> Owner | None:
+    """The run's owner if it is a live process on this machine (None: nobody, gone, or unknowable)."""
+    held = held_by(a, run_id)
+    return held if held is not None and liveness(held) == "alive" else None
+
+
 def refuse_if_held(a: Archive, run_id: int, *, take_over: bool = False) -> Owner | None:
     """Raise RunHeld if another process holds the run and may still be running; otherwise return
     the stale owner being replaced (None when nobody held the run)."""

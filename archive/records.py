@@ -98,10 +98,17 @@ def library_times(a: Archive, gpu: str, shape: Shape, mode: str, backend: str | 
     return {lib: ms for lib, ms in a.db.execute(sql, params).fetchall()}
 
 
-def fastest_kernels(a: Archive, run_id: int, mode: str) -> dict[tuple[str, Shape], float]:
-    """The fastest correct kernel time (ms) per (GPU, shape) of one run, in one timing mode."""
-    rows = a.db.execute("select gpu, M, N, K, min(time_ms) from evaluations where run_id = ? and mode = ? "
-                        "and status = 'ok' and time_ms > 0 group by gpu, M, N, K", [run_id, mode]).fetchall()
+def fastest_kernels(a: Archive, run_id: int, mode: str, *, before_generation: int | None = None
+                    ) -> dict[tuple[str, Shape], float]:
+    """The fastest correct kernel time (ms) per (GPU, shape) of one run, in one timing mode, timed on an
+    unthrottled GPU; with `before_generation`, only from the generations before it."""
+    sql = ("select gpu, M, N, K, min(time_ms) from evaluations where run_id = ? and mode = ? and status = 'ok' "
+           "and time_ms > 0 and not coalesce(throttled, 0)")
+    params: list = [run_id, mode]
+    if before_generation is not None:
+        sql += " and generation < ?"
+        params.append(before_generation)
+    rows = a.db.execute(sql + " group by gpu, M, N, K", params).fetchall()
     return {(gpu, Shape(m, n, k)): ms for gpu, m, n, k, ms in rows}
 
 

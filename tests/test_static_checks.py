@@ -47,18 +47,20 @@ def test_includes_come_from_the_allow_list():
     assert "stdio.h" in rejections[0].reason and rejections[0].line == 1
 
 
-@pytest.mark.parametrize("spelling", [
-    '%:include "/tmp/secret.txt"',  # the digraph of #
-    '#\\\ninclude "/tmp/secret.txt"',  # a backslash-newline splice inside the directive
-    '#inc\\  \nlude "/tmp/secret.txt"',  # gcc splices a backslash followed by spaces too
-    '??=include "/tmp/secret.txt"',  # the trigraph of #
-    '#/* a comment\nover two lines */include "/tmp/secret.txt"',
+@pytest.mark.parametrize("spelling, line", [
+    ('%:include "/tmp/secret.txt"', 2),  # the digraph of #
+    ('#\\\ninclude "/tmp/secret.txt"', 2),  # a backslash-newline splice inside the directive
+    ('#inc\\  \nlude "/tmp/secret.txt"', 2),  # gcc splices a backslash followed by spaces too
+    ('#/* a comment\nover two lines */include "/tmp/secret.txt"', 2),
+    ('// a comment ending in a trigraph ??/\n#include "/tmp/secret.txt"', 3),  # C++17 ignores trigraphs
+    ('"??/";\n#include "/tmp/secret.txt"', 3),
+    ('#import "/tmp/secret.txt"', 2),  # gcc's #import reads the file too
 ])
-def test_an_include_spelt_as_the_preprocessor_reads_it_is_still_checked(spelling):
+def test_an_include_spelt_as_the_preprocessor_reads_it_is_still_checked(spelling, line):
     """A hostile answer read a local file this way (nvcc included it, its text came back in the compile
     errors that repair prompts send to the API)."""
     rejections = check_source(GOOD.replace("#include <cuda_fp16.h>", "#include <cuda_fp16.h>\n" + spelling))
-    assert any(r.rule == "include" and "/tmp/secret.txt" in r.reason and r.line == 2 for r in rejections), rejections
+    assert any(r.rule == "include" and "/tmp/secret.txt" in r.reason and r.line == line for r in rejections), rejections
 
 
 def test_line_numbers_survive_splices():

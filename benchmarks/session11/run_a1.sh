@@ -26,4 +26,10 @@ for run in off1:0 on:1.3 off2:0; do
     "/tmp/w/quick_$name.sqlite" "$name" | tee -a "$OUT/raced.txt"
 done
 python3 "$REPO/benchmarks/cluster/throughput.py" "${labels[@]}" 2>&1 | tee "$OUT/quick_throughput.txt"
+# the bias of a first replay (what a raced kernel's one sample is), from the unraced runs: first / median
+python3 -c "import sqlite3, json, statistics, sys
+r = [json.loads(x[0])[0]['samples_ms'] for p in sys.argv[1:] for x in sqlite3.connect(p).execute(\"select samples_json from evaluations where status = 'ok'\")]
+q = sorted(s[0] / statistics.median(s) for s in r if len(s) == 5)
+print('first replay / median of five over', len(q), 'evaluations: median', q[len(q) // 2], 'p10', q[len(q) // 10], 'p90', q[9 * len(q) // 10])" \
+  /tmp/w/quick_off1.sqlite /tmp/w/quick_off2.sqlite | tee "$OUT/first_replay_bias.txt"
 cd "$REPO" && device_done

@@ -64,7 +64,10 @@ class Evaluator:
         self.pool.start()
         self._ensure_peaks()
         if self.archive and self.run_id is not None:  # a resumed run races against what it measured before
-            self._fastest.update(stored.fastest_kernels(self.archive, self.run_id, self.cfg.mode))
+            # ... before the generation it redoes (a search's saved state), as the run first did
+            redo = (self.archive.get_state(self.run_id, "search") or {}).get("generation")
+            self._fastest.update(stored.fastest_kernels(self.archive, self.run_id, self.cfg.mode,
+                                                        before_generation=redo))
         return self
 
     def _ensure_peaks(self) -> None:
@@ -284,7 +287,7 @@ class Evaluator:
         if k.status == Status.OK and k.gpu not in self._peaks:  # its roofline needs them, and none came with it
             self._ensure_peaks()
         timing = k.timing(self.cfg.mode)
-        if k.status == Status.OK and timing and timing.median_ms > 0:
+        if k.status == Status.OK and timing and timing.median_ms > 0 and not timing.throttled:
             key = (k.gpu, shape)
             self._fastest[key] = min(self._fastest.get(key, timing.median_ms), timing.median_ms)
         libs = self.library_times(k.gpu, shape, self.cfg.mode)

@@ -37,10 +37,11 @@ _FORBIDDEN: tuple[tuple[str, str], ...] = (
     (r"\bint\s+main\s*\(", "a candidate is a kernel, not a program: remove main()"),
     (r"\b__host__\b", "host code is not allowed in a candidate: mark helpers __device__"),
     (r"^\s*#\s*(?:pragma\s+comment|line|error|embed)\b", "this preprocessor directive is not allowed"),
-    (r"^\s*#\s*include\s*(?![<\"\s])|^\s*#\s*include\s+(?![<\"])", "#include must name a header in <> or quotes, not a macro"),
+    (r"^\s*#\s*(?:include|import)\s*(?![<\"\s])|^\s*#\s*(?:include|import)\s+(?![<\"])",
+     "#include must name a header in <> or quotes, not a macro"),
     (r"\bextern\s*\"C\"\s*\{", "wrap nothing in extern \"C\" { }: declare only hgemm as extern \"C\""),
 )
-_INCLUDE = re.compile(r"^\s*#\s*include\s*([<\"])([^>\"]+)[>\"]", re.M)
+_INCLUDE = re.compile(r"^\s*#\s*(?:include|import)\s*([<\"])([^>\"]+)[>\"]", re.M)  # gcc reads #import too
 _BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
 _ENTRY = re.compile(r"extern\s+\"C\"\s+__global__\s+" + _BOUNDS + r"void\s+" + _BOUNDS
                     + ENTRY_POINT + r"\s*\(([^)]*)\)")
@@ -92,18 +93,14 @@ def strip_comments_and_strings(source: str) -> str:
     return "".join(out)
 
 
-_TRIGRAPHS = {"??=": "#", "??/": "\\", "??'": "^", "??(": "[", "??)": "]", "??!": "|", "??<": "{", "??>": "}",
-              "??-": "~"}
-
-
 def as_the_preprocessor_reads(source: str) -> str:
-    """The source as the preprocessor sees its directives, line numbers kept: trigraphs replaced,
-    backslash-newline splices joined (gcc also joins a backslash followed by spaces; each joined
-    line's newline moves after its logical line), comments and string literals blanked, and the
-    digraph %: read as #. Without this, `%:include "/file"` or an `#include` split by a splice passed
-    the checks and nvcc read the file (its text then reached repair prompts in the compile errors)."""
-    for tri, char in _TRIGRAPHS.items():
-        source = source.replace(tri, char)
+    """The source as the preprocessor sees its directives, line numbers kept: backslash-newline
+    splices joined (gcc also joins a backslash followed by spaces; each joined line's newline moves
+    after its logical line), comments and string literals blanked, and the digraph %: read as #.
+    Without this, `%:include "/file"` or an `#include` split by a splice passed the checks and nvcc
+    read the file (its text then reached repair prompts in the compile errors). Trigraphs are left as
+    they are: candidates compile as C++17, which ignores them (reading `??/` as a backslash here would
+    hide the line after it from the checks while the compiler reads it)."""
     out: list[str] = []
     pending, carried = "", 0
     for line in source.split("\n"):
@@ -120,6 +117,11 @@ def as_the_preprocessor_reads(source: str) -> str:
 
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
+
+
+def _first_char(m: re.Match) -> int:
+    """Where a match's text starts past leading whitespace (a `^\\s*` may begin on an earlier blank line)."""
+    return m.start() + len(m.group(0)) - len(m.group(0).lstrip())
 
 
 def _normalise_param(p: str) -> str:
@@ -146,12 +148,12 @@ def check_source(source: str) -> list[Rejection]:
         header = m.group(2).strip()
         if header not in ALLOWED_INCLUDES:
             rejections.append(Rejection("include", f"#include <{header}> is not on the allow-list of CUDA headers",
-                                        _line_of(code, m.start())))
+                                        _line_of(code, _first_char(m))))
     for pattern, reason in _FORBIDDEN:
         found = re.search(pattern, code, re.M)
         if found:
             rejections.append(Rejection("forbidden", f"{reason} (found {found.group(0).strip()!r})",
-                                        _line_of(code, found.start())))
+                                        _line_of(code, _first_char(found))))
     entries = list(_ENTRY.finditer(code))
     other = _ANY_ENTRY.search(code) if not entries else None
     if other:  # defined, but not as the ABI says: a signature mismatch, not a missing entry point

@@ -17,7 +17,7 @@ from importlib import resources
 from omegaconf import DictConfig, OmegaConf
 
 from evo.archive import Archive, queries
-from evo.archive.ownership import refuse_if_held
+from evo.archive.ownership import live_owner, refuse_if_held
 from evo.config import GROUPS, EvoConfig, as_dict, validate
 from evo.core.errors import ConfigError, EvoError
 from evo.core.logs import RESULT, simulated_note
@@ -104,7 +104,8 @@ def resume(path: str, run_id: int | None = None, *, overrides: list[str] | None 
         if run["kind"] != "search":
             raise EvoError(f"run {run['id']} of {path} is a {run['kind']}, not a search: only searches resume")
         if run["status"] == "finished" and not overrides:
-            unfinished = [] if run_id else [i for i in queries.unfinished_runs(archive, "search") if i != run["id"]]
+            unfinished = [] if run_id else [i for i in queries.unfinished_runs(archive, "search")
+                                             if i != run["id"] and not live_owner(archive, i)]
             also = (f"; run {unfinished[-1]} did not finish: continue it with `evo resume {path} --run "
                     f"{unfinished[-1]}`" if unfinished else "")
             raise EvoError(f"run {run['id']} of {path} finished; raise its budget to continue, e.g. "

@@ -3,8 +3,9 @@ the evaluator waits on beside its compiles, so a child is compiled and evaluated
 answer is in, and a slow call delays only its own child (each call is bounded by llm.timeout_s).
 
 Daemon threads: an error in the search does not wait for calls in flight. A stopped run (Ctrl-C)
-waits a little for them (`wait_for_answers`, llm.stop_grace_s): each was sent, so each is billed, and
-an answer that arrives is recorded by its operator the moment it arrives, for `evo resume` to use.
+sends nothing more (calls still waiting for a slot or a retry fail at once, unbilled) and waits a
+little for the calls already sent (`wait_for_answers`, llm.stop_grace_s): each is billed, and an
+answer that arrives is recorded by its operator the moment it arrives, for `evo resume` to use.
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evo.archive import Archive
-from evo.archive.ownership import Owner, RunTakenOver, claim, held_by, liveness, release
+from evo.archive.ownership import Owner, RunTakenOver, claim, live_owner, release
 from evo.archive.queries import running_runs
 from evo.config import EvoConfig, as_dict
 from evo.core.errors import ArchiveError, ConfigError, GpuUnavailable
@@ -29,6 +29,7 @@ from evo.evaluation.compiler import nvcc_version
 from evo.evaluation.evaluator import Evaluator
 from evo.evaluation.limits import check_fits
 from evo.evaluation.pool import visible_gpus
+from evo.mutators.llm.client import stop_new_calls
 from evo.mutators.llm.prices import require_price
 from evo.search.overlap import wait_for_answers
 
@@ -94,7 +95,7 @@ def _take_up(c: EvoConfig, kind: str, raw_config: dict | None, resume_run: int |
     """Open the archive and claim the run (a new one, or `resume_run`) before anything else is written."""
     archive = Archive.open(c.archive.path, create=resume_run is None)
     try:
-        busy = _live_runs(archive)
+        busy = _live_runs(archive, but=resume_run)
         if busy:  # allowed (one process per run), but the user should know two runs share the file
             log.warning(f"{archive.path} also holds {busy} still running: this {kind} run goes beside it")
         if resume_run is None:
@@ -111,12 +112,15 @@ def _take_up(c: EvoConfig, kind: str, raw_config: dict | None, resume_run: int |
     return archive, run_id, owner, note
 
 
-def _live_runs(archive: Archive) -> str:
-    """The archive's runs whose owning process is alive on this machine (e.g. "run 1 (pid 4242)")."""
+def _live_runs(archive: Archive, *, but: int | None) -> str:
+    """The archive's runs (other than `but`) whose owning process is alive on this machine, e.g.
+    "run 1 (pid 4242 on host ...)"."""
     found = []
     for run_id in running_runs(archive):
-        owner = held_by(archive, run_id)
-        if owner is not None and liveness(owner) == "alive":
+        if run_id == but:
+            continue
+        owner = live_owner(archive, run_id)
+        if owner is not None:
             found.append(f"run {run_id} ({owner.describe()})")
     return ", ".join(found)
 
@@ -160,7 +164,8 @@ def recorded_session(c: EvoConfig, *, kind: str, raw_config: dict | None = None,
             status = "stopped"
             log.warning(f"{kind} run {run_id} stopped ({str(stop) or 'Ctrl-C'})"  # into the run's log too
                         + (f": continue it with `evo resume {archive.path} --run {run_id}`" if kind == "search" else ""))
-            wait_for_answers(c.llm.stop_grace_s)  # paid answers in flight: recorded for `evo resume`
+            stop_new_calls()  # nothing more is sent; what was sent is waited for (billed), for `evo resume`
+            wait_for_answers(c.llm.stop_grace_s)
             raise
         except RunTakenOver:
             status = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import socket
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -21,6 +22,13 @@ from evo.mutators.llm.prices import cost_usd, require_price
 PREFLIGHT = "preflight"  # the prompt hash of the test call before a run (replay repeats its cost)
 CHARS_PER_TOKEN = 3.5  # rough size of source code in tokens, for the cacheable-prefix check
 MOST_INPUT_TOKENS = 2_000_000  # more than any model's context: a usage figure above it is not believed
+_stopping = threading.Event()  # the run is stopping: calls not yet sent are not sent (stop_new_calls)
+
+
+def stop_new_calls() -> None:
+    """A stopping run (Ctrl-C) waits for the answers it asked for, but sends nothing new: calls still
+    waiting for a slot or between retries fail at once, at no cost. A new client clears it."""
+    _stopping.set()
 
 
 class LLMCallError(EvoError):
@@ -104,6 +112,7 @@ class AnthropicClient:
         self.client = anthropic.Anthropic(base_url=cfg.base_url or None, max_retries=0, timeout=cfg.idle_timeout_s)
         self._slots = threading.BoundedSemaphore(cfg.concurrency)
         self.sleep = time.sleep  # tests watch the waits
+        _stopping.clear()
 
     def complete(self, req: Request) -> Reply:
         with self._slots:  # the call's limit starts when it may go out, not while it waits its turn
@@ -111,6 +120,8 @@ class AnthropicClient:
             deadline = start + self.cfg.timeout_s
             attempt, wasted = 0, 0.0  # wasted: the cost of attempts cut mid-answer
             while True:
+                if _stopping.is_set():
+                    raise LLMCallError("the run is stopping: not sent", cost_usd=wasted)
                 try:
                     reply = self._once(req, self.params(req), start, deadline)
                     return replace(reply, cost_usd=reply.cost_usd + wasted) if wasted else reply
@@ -145,26 +156,30 @@ class AnthropicClient:
 
     def _once(self, req: Request, params: dict, start: float, deadline: float) -> Reply:
         """One attempt. The httpx timeout bounds each read, not the call: a server that trickles bytes
-        (or pings) forever is cut by a timer at the call's deadline, which closes the stream."""
+        (or pings) forever is cut by a timer at the call's deadline, which shuts the connection down."""
         sdk = self._sdk
         timeout = max(1.0, min(self.cfg.idle_timeout_s, deadline - time.monotonic()))
-        cut, stream = threading.Event(), None
-        limit = (f"the answer was still streaming at the call's limit llm.timeout_s={self.cfg.timeout_s:g} s")
+        cut, stream, msg = threading.Event(), None, None
+        got = [0]  # characters of answer text received
+        limit = f"the answer was still streaming at the call's limit llm.timeout_s={self.cfg.timeout_s:g} s"
+
+        def spent() -> float:
+            return self._partial_cost(stream, req, got[0])
+
         try:
             with self.client.messages.stream(**params, timeout=timeout) as stream:
                 timer = threading.Timer(max(0.0, deadline - time.monotonic()), _cut, (stream, cut))
                 timer.daemon = True
                 timer.start()
                 try:
-                    chars = 0
                     for event in stream:
-                        chars += len(getattr(event, "text", "") or "") if getattr(event, "type", "") == "text" else 0
-                        if chars > MAX_ANSWER:
+                        if getattr(event, "type", "") == "text":
+                            got[0] += len(getattr(event, "text", "") or "")
+                        if got[0] > MAX_ANSWER:
                             raise LLMCallError(f"the answer is longer than {MAX_ANSWER} characters (given up while "
-                                               f"streaming: no kernel is that long)", "no_edit",
-                                               cost_usd=self._partial_cost(stream, req))
+                                               f"streaming: no kernel is that long)", "no_edit", cost_usd=spent())
                         if time.monotonic() > deadline:
-                            raise LLMCallError(limit, cost_usd=self._partial_cost(stream, req))
+                            raise LLMCallError(limit, cost_usd=spent())
                     msg = stream.get_final_message()
                 finally:
                     timer.cancel()
@@ -176,27 +191,25 @@ class AnthropicClient:
             if status == 413:  # this prompt is too large: asking again cannot help, other prompts may pass
                 raise LLMCallError(f"the API found the request too large ({str(e)[:300]})") from None
             what = "an error event in the answer stream" if status == 200 else f"{type(e).__name__} {status}"
-            raise _Retry(f"{what}: {str(e)[:300]}", _retry_after(e.response),
-                         self._partial_cost(stream, req)) from None
+            raise _Retry(f"{what}: {str(e)[:300]}", _retry_after(e.response), spent()) from None
         except (sdk.APIConnectionError, sdk.APITimeoutError) as e:
-            raise _Retry(f"{type(e).__name__}: {str(e)[:300]}") from None
+            raise _Retry(f"{type(e).__name__}: {str(e)[:300]}", None, spent()) from None
         except LLMCallError:
             raise
         except Exception as e:  # whatever the SDK or the transport raises: the call failed, the run goes on
             if cut.is_set():
-                raise LLMCallError(limit, cost_usd=self._partial_cost(stream, req)) from None
+                raise LLMCallError(limit, cost_usd=spent()) from None
             if _connection_broke(e):
                 raise _Retry(f"the connection broke mid-answer ({type(e).__name__}: {str(e)[:200]})", None,
-                             self._partial_cost(stream, req)) from None
+                             spent()) from None
             raise LLMCallError(f"the call failed, or the API answered with something that is not a message stream "
                                f"({type(e).__name__}: {str(e)[:300] or 'no detail'}); check llm.base_url and any proxy "
-                               f"between", cost_usd=self._partial_cost(stream, req)) from None
-        if cut.is_set():
-            raise LLMCallError(limit, cost_usd=self._partial_cost(stream, req))
+                               f"between", cost_usd=spent()) from None
         if getattr(msg, "stop_reason", None) is None:  # the stream ended before the API said the message was done
-            raise _Retry("the answer stream ended before the message was complete (no stop reason)", None,
-                         self._partial_cost(stream, req))
-        return self.reply(msg, time.monotonic() - start, req, max_tokens=params["max_tokens"])
+            if cut.is_set():
+                raise LLMCallError(limit, cost_usd=spent())
+            raise _Retry("the answer stream ended before the message was complete (no stop reason)", None, spent())
+        return self.reply(msg, time.monotonic() - start, req, max_tokens=params["max_tokens"])  # complete: kept
 
     def reply(self, msg, latency_s: float, req: Request | None = None, *, max_tokens: int | None = None) -> Reply:
         content, u = getattr(msg, "content", None), getattr(msg, "usage", None)
@@ -241,15 +254,22 @@ class AnthropicClient:
         return cost_usd(self.price, input_tokens=math.ceil(chars / 2), output_tokens=output_tokens,
                         cache_write_tokens=0, cache_read_tokens=0)
 
-    def _partial_cost(self, stream, req: Request) -> float:
-        """What an attempt cut mid-answer cost: its usage so far when the stream reported believable
-        figures, else the prompt's estimate (the API bills the input of a cut answer)."""
+    def _partial_cost(self, stream, req: Request, chars: int = 0) -> float:
+        """What an attempt that ended without a complete answer cost. Nothing when no answer began (a
+        429, 529 or server error before the stream: not billed); else its usage so far when the stream
+        reported believable figures, with at least the text received as output (about 3.5 characters
+        a token), or the prompt's estimate when the figures are not believable."""
         try:
             snapshot = stream.current_message_snapshot if stream is not None else None
         except Exception:
             snapshot = None
+        if snapshot is None:
+            return 0.0
         tokens, bad = self._tokens(getattr(snapshot, "usage", None))
-        return self._estimate(req) if bad else cost_usd(self.price, **tokens)
+        out = math.ceil(chars / CHARS_PER_TOKEN)
+        if bad:
+            return self._estimate(req, out)
+        return cost_usd(self.price, **dict(tokens, output_tokens=max(tokens["output_tokens"], out)))
 
     def preflight(self) -> Reply:
         """One tiny call (max_tokens=1) with the run's key and model, before any work. LLMCallError:
@@ -271,8 +291,16 @@ class _Retry(Exception):
 
 
 def _cut(stream, cut: threading.Event) -> None:
-    """At the call's deadline: close the stream (the reading thread then fails or ends) and say why."""
+    """At the call's deadline: shut the connection down, so that the thread reading it gets an end or an
+    error and closes it itself (closing it from here could free a descriptor that thread still reads),
+    and say why. Without a socket to shut down (another transport), the stream is closed."""
     cut.set()
+    try:
+        sock = stream.response.extensions["network_stream"].get_extra_info("socket")
+        sock.shutdown(socket.SHUT_RDWR)
+        return
+    except Exception:
+        pass
     try:
         stream.close()
     except Exception:

@@ -28,7 +28,7 @@ class Recorder:
         self.pending: list[dict] = []
         self._writer: Archive | None = None
         self.spent_usd = 0.0
-        self.failing: list[str] = []  # errors of the calls since the last that answered
+        self.failing, self.last_error = 0, ""  # calls failed since the last that answered, and its error
         self.asked: dict[str, int] = {}
         self.kept: dict[tuple[str, int], dict] = {}  # answers of an interrupted generation
         if archive is not None and run_id is not None:
@@ -75,12 +75,12 @@ class Recorder:
         otherwise): once after FAILING_CALLS failed calls in a row, again at each doubling."""
         if row.get("outcome") != "unavailable":
             if row.get("response") is not None:
-                self.failing = []
+                self.failing = 0
             return
-        self.failing.append(str(row.get("error") or "?"))
-        n = len(self.failing)
+        self.failing, self.last_error = self.failing + 1, str(row.get("error") or "?")
+        n = self.failing
         if n >= FAILING_CALLS and n & (n - 1) == 0:
-            log.warning(f"the last {n} LLM calls all failed (latest: {self.failing[-1][:300]}); the search goes on "
+            log.warning(f"the last {n} LLM calls all failed (latest: {self.last_error[:300]}); the search goes on "
                         f"with the structural operators and keeps asking; check llm.base_url, the network and the "
                         f"API's status")
 
