@@ -47,8 +47,9 @@ class Raw:
     """An answer sent as it comes: event-stream headers without a length, then each chunk after its
     delay, then the connection closes (whatever the chunks said): trickles, cut streams, floods."""
 
-    def __init__(self, chunks):
+    def __init__(self, chunks, *, with_headers: bool = True):
         self.chunks = chunks  # iterable of (delay_s, bytes)
+        self.with_headers = with_headers  # False: the chunks are the whole response, status line included
 
 
 def stream_parts(msg: dict) -> list[bytes]:
@@ -97,10 +98,11 @@ class FakeAnthropic:
 
             def _raw(self, payload: Raw):
                 try:
-                    self.send_response(200)
-                    self.send_header("content-type", "text/event-stream")
-                    self.send_header("connection", "close")
-                    self.end_headers()
+                    if payload.with_headers:
+                        self.send_response(200)
+                        self.send_header("content-type", "text/event-stream")
+                        self.send_header("connection", "close")
+                        self.end_headers()
                     for delay, chunk in payload.chunks:
                         if server.closing.is_set():
                             return

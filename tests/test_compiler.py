@@ -80,3 +80,14 @@ ptxas info    : Used 168 registers, used 1 barriers, 1024 bytes smem, 400 bytes 
 """
     r = parse_ptxas(log)
     assert (r.registers, r.smem_static, r.stack, r.spill_stores, r.spill_loads, r.barriers) == (168, 1024, 16, 8, 4, 1)
+
+
+def test_the_log_keeps_no_text_of_other_files():
+    """A file a hostile source included must not reach a repair prompt through the compile errors."""
+    from evo.evaluation.compiler import trim_log
+    log = ('/tmp/w/src.cu(12): error: identifier "foo" is undefined\n      foo = 1;\n      ^\n'
+           '/home/u/.secrets(1): error: identifier "TOPSECRET" is undefined\n  API_KEY=sk-TOPSECRET\n  ^\n'
+           '/usr/local/cuda/include/cuda_fp16.hpp(100): warning: a header warning\n')
+    out = trim_log(log, "/tmp/w/src.cu")
+    assert "TOPSECRET" not in out and ".secrets" not in out and "another file, left out" in out
+    assert 'kernel.cu(12): error: identifier "foo"' in out and "foo = 1;" in out and "cuda_fp16.hpp(100)" in out

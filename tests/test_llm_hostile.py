@@ -188,3 +188,27 @@ def test_a_stopping_run_sends_nothing_more(llm_env):
         assert server.requests == []
     (row,) = calls(archive)
     assert row["cost_usd"] is None
+
+
+def test_headers_that_trickle_in_cannot_hold_a_call_past_its_limit(llm_env):
+    """A byte of header every 0.2 s resets httpx's read timeout, and no stream exists yet to cut."""
+    archive, run = llm_env
+    trickle = [(0, b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-slow: ")] + [(0.2, b"a")] * 300
+    with FakeAnthropic(lambda req, n: (200, Raw(trickle, with_headers=False), 0)) as server:
+        ops, _ = operators(server, archive, run, timeout_s=2, idle_timeout_s=1, max_retries=0)
+        t0 = time.monotonic()
+        with pytest.raises(OperatorFailure, match="by the call's limit"):
+            use(ops)
+        assert time.monotonic() - t0 < 6
+
+
+def test_thinking_that_streams_past_any_kernels_length_is_given_up(llm_env):
+    archive, run = llm_env
+    block = sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                        "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+    delta = sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                        "delta": {"type": "thinking_delta", "thinking": "y" * 50_000}})
+    with FakeAnthropic(lambda req, n: (200, Raw([(0, START), (0, block)] + [(0.01, delta)] * 2000), 0)) as server:
+        ops, _ = operators(server, archive, run, max_retries=0, timeout_s=30)
+        with pytest.raises(OperatorFailure, match="longer than"):
+            use(ops)

@@ -115,3 +115,17 @@ def test_declarations_parse_safely_from_many_threads_at_once():
     with cf.ThreadPoolExecutor(16) as pool:
         results = list(pool.map(check_source, sources * (1500 // len(sources))))
     assert len(results) >= 1400 and all(r == [] for r in results)
+
+
+@pytest.mark.parametrize("hidden", ["\r#include \"/tmp/secret.txt\"", "\x00#include \"/tmp/secret.txt\"",
+                                    "\ufeff#include \"/tmp/secret.txt\"", "\x0b#define X 1"])
+def test_control_and_invisible_characters_are_refused(hidden):
+    """A lone CR, a NUL or a BOM before # hid an include from the line-based checks; nvcc read it."""
+    (r,) = check_source(GOOD.replace("#include <cuda_fp16.h>", "#include <cuda_fp16.h>\n// x" + hidden))
+    assert r.rule == "characters" and "line 2" in r.reason
+
+
+def test_windows_line_ends_are_fine_and_has_include_is_refused():
+    assert check_source(GOOD.replace("\n", "\r\n")) == []
+    src = GOOD.replace("#include <cuda_fp16.h>", '#include <cuda_fp16.h>\n#if __has_include("/etc/passwd")\n#endif')
+    assert any("__has_include" in r.reason for r in check_source(src))

@@ -70,13 +70,35 @@ def parse_ptxas(log: str, entry: str = "hgemm") -> Resources:
     )
 
 
+_DIAGNOSTIC = re.compile(r"^(?P<file>[^\s:()]+?)(?:\((\d+)\)|:\d+(?::\d+)?):\s*(?:fatal )?(?:error|warning|remark|note)")
+_TRUSTED_DIRS = ("/usr/include", "/usr/local/cuda", "/opt/nvidia")
+
+
+def _own_diagnostics(lines: list[str]) -> list[str]:
+    """Drop the diagnostics located in files other than the candidate and the CUDA and system headers
+    (and the source lines quoted after them): a file a hostile source managed to include must not
+    reach a repair prompt through the compile log."""
+    kept, keep = [], True
+    for ln in lines:
+        m = _DIAGNOSTIC.match(ln)
+        if m:
+            where = m.group("file")
+            keep = where == "kernel.cu" or where.startswith(_TRUSTED_DIRS) or "/cuda" in where
+            if not keep:
+                kept.append("[a diagnostic in another file, left out]")
+        if keep:
+            kept.append(ln)
+    return kept
+
+
 def trim_log(log: str, source_name: str) -> str:
-    """Keep what a person (or a repair prompt) needs: errors first, no temp paths, bounded size."""
+    """Keep what a person (or a repair prompt) needs: errors first, no temp paths, no other files'
+    text, bounded size."""
     log = log.replace(source_name, "kernel.cu")
     # ptxas's resource lines go (parse_ptxas keeps their numbers); its performance warnings stay, though
     # printed as "ptxas info" (C7514: wgmma serialized because other instructions read its accumulators)
-    lines = [ln for ln in log.splitlines()
-             if (not ln.startswith("ptxas info") or "Performance Loss" in ln) and not re.match(r"\s+\d+ bytes", ln)]
+    lines = _own_diagnostics([ln for ln in log.splitlines() if (not ln.startswith("ptxas info") or "Performance Loss"
+                              in ln) and not re.match(r"\s+\d+ bytes", ln)])
     errors = [ln for ln in lines if "error" in ln.lower()]
     text = "\n".join(errors + [ln for ln in lines if ln not in errors]) if errors else "\n".join(lines)
     return text if len(text) <= MAX_LOG_CHARS else text[:MAX_LOG_CHARS] + "\n[... trimmed]"

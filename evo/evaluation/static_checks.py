@@ -35,12 +35,14 @@ _FORBIDDEN: tuple[tuple[str, str], ...] = (
     (r"<<<", "kernel launches from the candidate (dynamic parallelism) are not allowed"),
     (r"\b(?:malloc|free|new|delete)\b", "dynamic allocation is not allowed in a candidate"),
     (r"\bint\s+main\s*\(", "a candidate is a kernel, not a program: remove main()"),
+    (r"\b__has_include(?:_next)?\b", "__has_include is not allowed in a candidate (it probes files)"),
     (r"\b__host__\b", "host code is not allowed in a candidate: mark helpers __device__"),
     (r"^\s*#\s*(?:pragma\s+comment|line|error|embed)\b", "this preprocessor directive is not allowed"),
     (r"^\s*#\s*(?:include|import)\s*(?![<\"\s])|^\s*#\s*(?:include|import)\s+(?![<\"])",
      "#include must name a header in <> or quotes, not a macro"),
     (r"\bextern\s*\"C\"\s*\{", "wrap nothing in extern \"C\" { }: declare only hgemm as extern \"C\""),
 )
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\ufeff\u2028\u2029]")
 _INCLUDE = re.compile(r"^\s*#\s*(?:include|import)\s*([<\"])([^>\"]+)[>\"]", re.M)  # gcc reads #import too
 _BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
 _ENTRY = re.compile(r"extern\s+\"C\"\s+__global__\s+" + _BOUNDS + r"void\s+" + _BOUNDS
@@ -137,6 +139,11 @@ def check_source(source: str) -> list[Rejection]:
     """All reasons this source may not be compiled; empty if it passes."""
     if len(source.encode()) > MAX_SOURCE_BYTES:
         return [Rejection("size", f"source is larger than {MAX_SOURCE_BYTES} bytes")]
+    odd = _CONTROL.search(source.replace("\r\n", "\n"))
+    if odd:  # a lone CR, a NUL or a BOM can hide a directive from the checks below while nvcc reads it
+        return [Rejection("characters", f"the source holds a control or invisible character "
+                                        f"({odd.group(0)!r}, line {source.count(chr(10), 0, odd.start()) + 1}): "
+                                        f"write plain text (tabs and newlines only)")]
     rejections: list[Rejection] = []
     try:
         decl = parse_declaration(source)

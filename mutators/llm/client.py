@@ -155,8 +155,35 @@ class AnthropicClient:
         return p
 
     def _once(self, req: Request, params: dict, start: float, deadline: float) -> Reply:
-        """One attempt. The httpx timeout bounds each read, not the call: a server that trickles bytes
-        (or pings) forever is cut by a timer at the call's deadline, which shuts the connection down."""
+        """One attempt, on a thread of its own that this one waits for until the call's deadline. Inside
+        it a timer shuts the connection down at the deadline once the answer streams; before that (a
+        server that trickles its headers a byte at a time, which resets httpx's per-read timeout) nothing
+        can interrupt the request, so the attempt is left behind on its daemon thread and the call fails
+        at its limit all the same."""
+        box: dict = {}
+        done = threading.Event()
+
+        def attempt() -> None:
+            try:
+                box["reply"] = self._attempt(req, params, start, deadline, box)
+            except BaseException as e:  # handed to the waiting thread
+                box["error"] = e
+            finally:
+                done.set()
+
+        threading.Thread(target=attempt, name="llm-attempt", daemon=True).start()
+        if not done.wait(max(0.0, deadline - time.monotonic()) + 2.0):  # + the inner timer's time to unwind
+            box["abandoned"] = True
+            raise LLMCallError(f"no complete answer by the call's limit llm.timeout_s={self.cfg.timeout_s:g} s "
+                               f"(the server was still sending its headers or its answer)")
+        if "error" in box:
+            raise box["error"]
+        return box["reply"]
+
+    def _attempt(self, req: Request, params: dict, start: float, deadline: float, box: dict) -> Reply:
+        """One request and its streamed answer (see _once). The httpx timeout bounds each read, not the
+        call: a server that trickles bytes (or pings) forever is cut by a timer at the call's deadline,
+        which shuts the connection down."""
         sdk = self._sdk
         timeout = max(1.0, min(self.cfg.idle_timeout_s, deadline - time.monotonic()))
         cut, stream, msg = threading.Event(), None, None
@@ -168,13 +195,15 @@ class AnthropicClient:
 
         try:
             with self.client.messages.stream(**params, timeout=timeout) as stream:
+                if box.get("abandoned"):  # the caller gave up while the headers trickled in
+                    _cut(stream, cut)
                 timer = threading.Timer(max(0.0, deadline - time.monotonic()), _cut, (stream, cut))
                 timer.daemon = True
                 timer.start()
                 try:
-                    for event in stream:
-                        if getattr(event, "type", "") == "text":
-                            got[0] += len(getattr(event, "text", "") or "")
+                    for event in stream:  # text, thinking and tool input all count towards the cap
+                        grows = _STREAMED.get(getattr(event, "type", ""))
+                        got[0] += len(getattr(event, grows, "") or "") if grows else 0
                         if got[0] > MAX_ANSWER:
                             raise LLMCallError(f"the answer is longer than {MAX_ANSWER} characters (given up while "
                                                f"streaming: no kernel is that long)", "no_edit", cost_usd=spent())
@@ -202,9 +231,11 @@ class AnthropicClient:
             if _connection_broke(e):
                 raise _Retry(f"the connection broke mid-answer ({type(e).__name__}: {str(e)[:200]})", None,
                              spent()) from None
-            raise LLMCallError(f"the call failed, or the API answered with something that is not a message stream "
-                               f"({type(e).__name__}: {str(e)[:300] or 'no detail'}); check llm.base_url and any proxy "
-                               f"between", cost_usd=spent()) from None
+            # an empty body, bytes that are not UTF-8, a page that is not a stream: asked again (within
+            # llm.max_retries), then given up; a proxy that always answers so fails after its retries
+            raise _Retry(f"the API answered with something that is not a message stream ({type(e).__name__}: "
+                         f"{str(e)[:300] or 'no detail'}); check llm.base_url and any proxy between", None,
+                         spent()) from None
         if getattr(msg, "stop_reason", None) is None:  # the stream ended before the API said the message was done
             if cut.is_set():
                 raise LLMCallError(limit, cost_usd=spent())
@@ -288,6 +319,9 @@ class _Retry(Exception):
     def __init__(self, reason: str, retry_after: float | None = None, cost_usd: float = 0.0):
         super().__init__(reason)
         self.reason, self.retry_after, self.cost_usd = reason, retry_after, cost_usd
+
+
+_STREAMED = {"text": "text", "thinking": "thinking", "input_json": "partial_json"}  # event type: its new part
 
 
 def _cut(stream, cut: threading.Event) -> None:
