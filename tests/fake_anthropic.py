@@ -65,6 +65,7 @@ class FakeAnthropic:
     def __init__(self, behaviour):
         self.behaviour = behaviour
         self.requests: list[dict] = []
+        self.headers: list[dict] = []  # each request's HTTP headers, names in lower case
         self.retry_after_ms = 10
         server = self
 
@@ -75,6 +76,7 @@ class FakeAnthropic:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 server.requests.append(body)
+                server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, payload, delay = server.behaviour(body, len(server.requests))
                 if delay:
                     time.sleep(delay)

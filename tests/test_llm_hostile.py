@@ -212,3 +212,12 @@ def test_thinking_that_streams_past_any_kernels_length_is_given_up(llm_env):
         ops, _ = operators(server, archive, run, max_retries=0, timeout_s=30)
         with pytest.raises(OperatorFailure, match="longer than"):
             use(ops)
+
+
+def test_answers_are_asked_for_uncompressed(llm_env):
+    """A gzip bomb (1 MB expanding to 1 GB in one event) is decoded whole before the length cap sees it."""
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, message(deepen(prompt_of(req))), 0)) as server:
+        ops, _ = operators(server, archive, run)
+        use(ops)
+    assert server.headers[-1]["accept-encoding"] == "identity"

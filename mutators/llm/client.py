@@ -109,7 +109,10 @@ class AnthropicClient:
         self.price = require_price(cfg)
         self._sdk = anthropic
         # retries are ours: they must fit in the call's wall-clock limit, with retry-after capped
-        self.client = anthropic.Anthropic(base_url=cfg.base_url or None, max_retries=0, timeout=cfg.idle_timeout_s)
+        # answers uncompressed: a compressed event that expands to gigabytes is decoded whole before
+        # the length cap can see it (a server that compresses all the same still can; its call ends at its limit)
+        self.client = anthropic.Anthropic(base_url=cfg.base_url or None, max_retries=0, timeout=cfg.idle_timeout_s,
+                                          default_headers={"accept-encoding": "identity"})
         self._slots = threading.BoundedSemaphore(cfg.concurrency)
         self.sleep = time.sleep  # tests watch the waits
         _stopping.clear()
