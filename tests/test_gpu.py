@@ -72,3 +72,18 @@ def test_simt_is_correct_on_unaligned_shapes(gpu_evaluator):
     cand = FAMILIES["simt"].candidate(FAMILIES["simt"].default)
     for e in gpu_evaluator.evaluate([(cand, s) for s in (Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333))]):
         assert e.ok, (e.shape, e.status, e.error)
+
+
+def test_a_far_slower_kernel_is_raced_after_one_verified_replay(gpu_evaluator):
+    """Racing on the real worker: the fast kernel gets every replay, the simt kernel (many times slower)
+    one rotating replay (verified, correct), and every replay in the hot mode, which is not raced."""
+    shape = Shape(1536, 1536, 1536)
+    fast = FAMILIES["hopper"].candidate(FAMILIES["hopper"].default)
+    slow = FAMILIES["simt"].candidate(FAMILIES["simt"].default)
+    (f,) = gpu_evaluator.evaluate([(fast, shape)])
+    (s,) = gpu_evaluator.evaluate([(slow, shape)])
+    assert f.ok and s.ok, (f.error, s.error)
+    replays = gpu_evaluator.cfg.replays
+    assert len(f.timing.samples_ms) == replays and not f.raced(replays)
+    assert len(s.timing.samples_ms) == 1 and s.raced(replays) and s.time_ms > 1.3 * f.time_ms
+    assert len(next(t for t in s.timings if t.mode == "hot").samples_ms) == replays
