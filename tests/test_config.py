@@ -123,3 +123,8 @@ def test_an_optional_group_without_a_plus_says_to_add_one():
                                "plus: +experiment=quick")
     with pytest.raises(ConfigError, match=r"\+experiment=NAME \(NAME one of .*quick"):
         compose(["experiment=nope"])
+
+
+def test_a_float_for_a_whole_number_says_what_to_write():
+    with pytest.raises(ConfigError, match=r"could not be converted to Integer.*\(give a whole number, e\.g\. 1000\)"):
+        compose(["search.max_evaluations=1e3"])

@@ -113,7 +113,19 @@ def _first_line(e: BaseException) -> str:
         if detail.startswith(("Key '", "Value '", "Cannot", "Invalid", "Error")) and detail not in msg:
             msg = f"{msg} {detail}"
             break
-    return msg + _did_you_mean(msg)
+    return msg + _did_you_mean(msg) + _whole_number(msg)
+
+
+def _whole_number(msg: str) -> str:
+    """`search.max_evaluations=1e3` reads as a float, which an integer setting refuses: say what to write."""
+    m = re.search(r"Value '([^']+)' of type '(float|str)' could not be converted to Integer", msg)
+    if not m:
+        return ""
+    try:
+        value = float(m.group(1))
+    except ValueError:
+        return " (give a whole number)"
+    return f" (give a whole number, e.g. {int(value)})" if value.is_integer() else " (give a whole number)"
 
 
 def _did_you_mean(msg: str) -> str:
