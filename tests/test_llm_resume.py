@@ -65,7 +65,9 @@ def test_a_stopped_run_waits_for_the_answers_it_asked_for(monkeypatch, tmp_path,
             raise KeyboardInterrupt
         return evaluate(self, pairs, **kw)
 
-    with FakeAnthropic(lambda req, n: (200, message(deepen(prompt_of(req), str(n))), 1.0)) as server:
+    # answers take 3 s: long enough that the run's unwinding (workers closed, archive closed) is over
+    # before any arrives when nothing waits for them, short within the 10 s grace
+    with FakeAnthropic(lambda req, n: (200, message(deepen(prompt_of(req), str(n))), 3.0)) as server:
         c, raw = compose(search_overrides(server, path, "llm.prompts=[deepen_pipeline]", "llm.preflight=false",
                                           "mutator.structural=[]", "search.max_evaluations=16",
                                           f"llm.stop_grace_s={grace_s}"))
