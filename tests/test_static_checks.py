@@ -127,5 +127,8 @@ def test_control_and_invisible_characters_are_refused(hidden):
 
 def test_windows_line_ends_are_fine_and_has_include_is_refused():
     assert check_source(GOOD.replace("\n", "\r\n")) == []
+    deep = "".join(f"// line {i}\r\n" for i in range(1, 40)) + "// x\x00\r\n"
+    (r,) = check_source(deep)
+    assert r.rule == "characters" and "line 40" in r.reason  # counted in the text searched, CRLF or not
     src = GOOD.replace("#include <cuda_fp16.h>", '#include <cuda_fp16.h>\n#if __has_include("/etc/passwd")\n#endif')
     assert any("__has_include" in r.reason for r in check_source(src))

@@ -139,10 +139,11 @@ def check_source(source: str) -> list[Rejection]:
     """All reasons this source may not be compiled; empty if it passes."""
     if len(source.encode()) > MAX_SOURCE_BYTES:
         return [Rejection("size", f"source is larger than {MAX_SOURCE_BYTES} bytes")]
-    odd = _CONTROL.search(source.replace("\r\n", "\n"))
+    plain = source.replace("\r\n", "\n")
+    odd = _CONTROL.search(plain)
     if odd:  # a lone CR, a NUL or a BOM can hide a directive from the checks below while nvcc reads it
         return [Rejection("characters", f"the source holds a control or invisible character "
-                                        f"({odd.group(0)!r}, line {source.count(chr(10), 0, odd.start()) + 1}): "
+                                        f"({odd.group(0)!r}, line {_line_of(plain, odd.start())}): "
                                         f"write plain text (tabs and newlines only)")]
     rejections: list[Rejection] = []
     try:

@@ -73,7 +73,7 @@ def _preflight(client, recorder) -> None:
     recorder.record(operator="preflight", model=reply.model, prompt_hash=PREFLIGHT,
                     occurrence=recorder.next_occurrence(PREFLIGHT), outcome="preflight",
                     stop_reason=reply.stop_reason, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-                    cost_usd=reply.cost_usd, replayed=int(reply.replayed), error=getattr(reply, "note", "") or None)
+                    cost_usd=reply.cost_usd, replayed=int(reply.replayed), error=reply.note or None)
 
 
 __all__ = ["build_llm_operators", "LLMOperator", "LLMRefused", "OperatorFailure", "Request", "load_templates"]
