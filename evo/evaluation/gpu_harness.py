@@ -164,6 +164,8 @@ class GpuHarness:
         buffers are freed on return, before the last correctness draw)."""
         with steps.step("timing sets (allocate, fill)"):
             sets = TimingSets(self, M, N, K, req["modes"])
+        with steps.step("launch arguments"):
+            sets.prepare_args(kernel)
         call = lambda i: kernel.launch(sets.args(kernel, i), self.stream.cuda_stream)
         return sets.time_all(call, req, verify=True, race=req.get("race"))
 

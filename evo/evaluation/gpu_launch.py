@@ -43,30 +43,49 @@ _SWIZZLE = {
 }
 
 
-def encode_tensor_map(ptr: int, spec: dict) -> ctypes.Array:
-    """A 2D fp16 row-major tensor map (dims inner-first) as 128 raw bytes, ready to pass by value."""
+def encode_tensor_map(ptr: int, spec: dict):
+    """A 2D fp16 row-major tensor map (dims inner-first), as the driver's CUtensorMap."""
     inner, outer = spec["dims"]
     box_inner, box_outer = spec["box"]
-    tmap = check(cu.cuTensorMapEncodeTiled(
+    return check(cu.cuTensorMapEncodeTiled(
         cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ptr,
         [cu.cuuint64_t(inner), cu.cuuint64_t(outer)], [cu.cuuint64_t(inner * 2)],
         [cu.cuuint32_t(box_inner), cu.cuuint32_t(box_outer)], [cu.cuuint32_t(1), cu.cuuint32_t(1)],
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, _SWIZZLE[spec["swizzle"]],
         cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), f"tensor map of {spec['operand']}")
-    raw = (ctypes.c_ubyte * 128)()
-    ctypes.memmove(raw, tmap.getPtr(), 128)
-    return raw
+
+
+class TensorMaps:
+    """A kernel's tensor maps for any buffer addresses, as 128 raw bytes each, ready to pass by value.
+    Each map is encoded once; other addresses only replace its address (the driver checks the
+    alignment as encoding does): timing builds the maps of up to 8192 buffer sets."""
+
+    def __init__(self, specs: list[dict]):
+        self.specs = specs
+        self._templates: list = [None] * len(specs)
+
+    def raw(self, ptrs: dict[str, int]) -> list[ctypes.Array]:
+        out = []
+        for j, spec in enumerate(self.specs):
+            ptr = ptrs[spec["operand"]]
+            if self._templates[j] is None:
+                self._templates[j] = encode_tensor_map(ptr, spec)
+            else:
+                check(cu.cuTensorMapReplaceAddress(self._templates[j], ptr), f"tensor map of {spec['operand']}")
+            raw = (ctypes.c_ubyte * 128)()
+            ctypes.memmove(raw, self._templates[j].getPtr(), 128)
+            out.append(raw)
+        return out
 
 
 class KernelArgs:
     """The parameter block of one launch: keeps the ctypes values alive, exposes void*[]."""
 
-    def __init__(self, a: int, b: int, c: int, m: int, n: int, k: int, tensor_maps: list[dict]):
-        ptrs = {"A": a, "B": b, "C": c}
+    def __init__(self, a: int, b: int, c: int, m: int, n: int, k: int, tensor_maps: TensorMaps):
         self.values = [ctypes.c_void_p(a), ctypes.c_void_p(b), ctypes.c_void_p(c),
                        ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
-        self.values += [encode_tensor_map(ptrs[t["operand"]], t) for t in tensor_maps]
+        self.values += tensor_maps.raw({"A": a, "B": b, "C": c})
         self.array = (ctypes.c_void_p * len(self.values))(*[ctypes.addressof(v) for v in self.values])
 
     @property
@@ -79,6 +98,8 @@ class LoadedKernel:
 
     def __init__(self, cubin: bytes, launch: dict):
         self.launch_cfg = launch
+        self._configs: dict[int, cu.CUlaunchConfig] = {}
+        self._tensor_maps = TensorMaps(launch.get("tensor_maps", []))
         self.module = check(cu.cuModuleLoadData(cubin), "loading the cubin")
         self.function = check(cu.cuModuleGetFunction(self.module, b"hgemm"), "finding hgemm")
         smem = int(launch["smem"])
@@ -95,9 +116,15 @@ class LoadedKernel:
                                                      self.function), "reading registers")
 
     def args(self, a: int, b: int, c: int, m: int, n: int, k: int) -> KernelArgs:
-        return KernelArgs(a, b, c, m, n, k, self.launch_cfg.get("tensor_maps", []))
+        return KernelArgs(a, b, c, m, n, k, self._tensor_maps)
 
     def launch(self, args: KernelArgs, stream: int) -> None:
+        config = self._configs.get(stream)
+        if config is None:  # one per stream: a graph capture issues thousands of launches
+            config = self._configs[stream] = self._config(stream)
+        check(cu.cuLaunchKernelEx(config, self.function, args.address, 0), "launching hgemm")
+
+    def _config(self, stream: int):
         g, b = self.launch_cfg["grid"], self.launch_cfg["block"]
         config = cu.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = g
@@ -113,7 +140,7 @@ class LoadedKernel:
             config.numAttrs = 1
         else:
             config.numAttrs = 0
-        check(cu.cuLaunchKernelEx(config, self.function, args.address, 0), "launching hgemm")
+        return config
 
     def unload(self) -> None:
         cu.cuModuleUnload(self.module)
