@@ -185,6 +185,7 @@ class TimingSets:
         self._args: dict = {}
         self._pick = random.Random(os.urandom(8))
         self._flush: torch.Tensor | None = None
+        self._graph_check: Any = None  # (graph, rows, nans) once captured; False where capture failed
 
     def refresh(self, i: int | None = None) -> None:
         """Fresh random inputs and a NaN-poisoned output, for every set or for set i."""
@@ -240,10 +241,34 @@ class TimingSets:
         """Queue the projection check on the timing stream; its per-set verdicts stay in device
         memory (verdict_to_host copies them out). Sets are taken as contiguous slices of the batched
         buffers (no gathered copies, no fp32 copies of A and B: projection_sets)."""
+        if indices is None and self.h.stream is not None and self._graph_check is not False:
+            return self._queue_projection_graphed()
         chosen = list(range(self.n)) if indices is None else list(indices)
         with torch.cuda.stream(self.h.stream):
             x = torch.randn(self.N, device="cuda", generator=self.gen).half()
             rows, nans = projection_sets(self.A, self.B, self.C, chosen, x)
+        return Projection(chosen, rows, nans)
+
+    def _queue_projection_graphed(self) -> Projection:
+        """The check of every set as one CUDA graph (captured on first use, outside the timed chunks):
+        a fresh x, then one replay, where the check's forty-odd operations queued one by one cost the
+        host 1-2 ms a chunk, more than the GPU's work on small shapes. The verdicts live in the graph's
+        buffers until the next replay; verdict_to_host copies them out right after, in stream order."""
+        s, chosen = self.h.stream, list(range(self.n))
+        with torch.cuda.stream(s):
+            if self._graph_check is None:
+                self._x = torch.empty(self.N, dtype=torch.float16, device="cuda")
+                try:
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph, stream=s):
+                        rows, nans = projection_sets(self.A, self.B, self.C, chosen, self._x)
+                    self._graph_check = (graph, rows, nans)
+                except RuntimeError:  # not capturable here: the operations one by one, as before
+                    self._graph_check = False
+                    return self.queue_projection(chosen)
+            graph, rows, nans = self._graph_check
+            self._x.copy_(torch.randn(self.N, device="cuda", generator=self.gen))
+            graph.replay()
         return Projection(chosen, rows, nans)
 
     def verdict_to_host(self, p: Projection) -> Callable[[], str | None]:

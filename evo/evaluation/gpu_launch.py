@@ -7,6 +7,7 @@ Imported only inside GPU worker processes.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 from cuda.bindings import driver as cu
 
@@ -58,25 +59,44 @@ def encode_tensor_map(ptr: int, spec: dict):
 
 class TensorMaps:
     """A kernel's tensor maps for any buffer addresses, as 128 raw bytes each, ready to pass by value.
-    Each map is encoded once; other addresses only replace its address (the driver checks the
-    alignment as encoding does): timing builds the maps of up to 8192 buffer sets."""
+    Each map is encoded once; for other addresses a copy of it gets the new address from the driver's
+    cuTensorMapReplaceAddress (which checks the alignment as encoding does), called through ctypes on
+    a 64-byte aligned scratch copy: about a microsecond, where cuda.bindings' objects take several,
+    and timing builds the maps of up to 8192 buffer sets."""
 
     def __init__(self, specs: list[dict]):
         self.specs = specs
-        self._templates: list = [None] * len(specs)
+        self._templates: list[bytes | None] = [None] * len(specs)
+        self._replace: Any = None
+        self._scratch = (ctypes.c_ubyte * 192)()
+        self._aligned = -ctypes.addressof(self._scratch) % 64 + ctypes.addressof(self._scratch)
 
     def raw(self, ptrs: dict[str, int]) -> list[ctypes.Array]:
         out = []
         for j, spec in enumerate(self.specs):
-            ptr = ptrs[spec["operand"]]
-            if self._templates[j] is None:
-                self._templates[j] = encode_tensor_map(ptr, spec)
-            else:
-                check(cu.cuTensorMapReplaceAddress(self._templates[j], ptr), f"tensor map of {spec['operand']}")
+            ptr, template = ptrs[spec["operand"]], self._templates[j]
             raw = (ctypes.c_ubyte * 128)()
-            ctypes.memmove(raw, self._templates[j].getPtr(), 128)
+            if template is None:
+                ctypes.memmove(raw, encode_tensor_map(ptr, spec).getPtr(), 128)
+                self._templates[j] = bytes(raw)
+            else:
+                if self._replace is None:
+                    self._replace = ctypes.CDLL("libcuda.so.1").cuTensorMapReplaceAddress
+                    self._replace.argtypes, self._replace.restype = [ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int
+                ctypes.memmove(self._aligned, template, 128)
+                err = self._replace(self._aligned, ptr)
+                if err:
+                    raise CudaError(f"tensor map of {spec['operand']}", _result(err))
+                ctypes.memmove(raw, self._aligned, 128)
             out.append(raw)
         return out
+
+
+def _result(code: int):
+    try:
+        return cu.CUresult(code)
+    except ValueError:
+        return code
 
 
 class KernelArgs:
