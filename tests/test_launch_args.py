@@ -11,9 +11,11 @@ class FakeMaps:
         self.specs = [{"operand": o} for o in operands]
         self.encoded = []
 
-    def template(self, j, ptr):
-        self.encoded.append((j, ptr))
-        return ptr.to_bytes(8, "little") + bytes([j + 1]) * 120
+    def template(self, j, ptr):  # like TensorMaps: encoded once, for the first address asked for
+        if not any(e[0] == j for e in self.encoded):
+            self.encoded.append((j, ptr))
+        held = next(p for e, p in self.encoded if e == j)
+        return held.to_bytes(8, "little") + bytes([j + 1]) * 120, held
 
     def readdress(self, where, j, ptr):
         assert where % 64 == 0, "the driver needs tensor maps 64-byte aligned"
@@ -60,3 +62,16 @@ def test_maps_of_one_operand_twice_and_a_fixed_buffer():
         assert int.from_bytes(ctypes.string_at(t0, 8), "little") == 1 << 20
         assert int.from_bytes(ctypes.string_at(t1, 8), "little") == 1 << 20
         assert _u64(_params(args, i, 3)[2]) == 4 * i
+
+
+def test_maps_first_encoded_for_other_buffers_point_at_each_launchs_own():
+    """The correctness draws launch the kernel first, on their own buffers: the timing sets' maps,
+    launch 0's included, must not keep that address."""
+    maps = FakeMaps(["A", "C"])
+    LaunchArgs(maps, (1 << 30, 2 << 30, 3 << 30), (0, 0, 0), 1, 8, 8, 8)
+    args = LaunchArgs(maps, (5 << 30, 6 << 30, 7 << 30), (128, 128, 128), 4, 8, 8, 8)
+    assert len(maps.encoded) == 2
+    for i in range(4):
+        *_, ta, tc = _params(args, i, 8)
+        assert int.from_bytes(ctypes.string_at(ta, 8), "little") == (5 << 30) + 128 * i
+        assert int.from_bytes(ctypes.string_at(tc, 8), "little") == (7 << 30) + 128 * i

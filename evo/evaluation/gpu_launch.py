@@ -67,16 +67,18 @@ class TensorMaps:
 
     def __init__(self, specs: list[dict]):
         self.specs = specs
-        self._templates: list[bytes | None] = [None] * len(specs)
+        self._templates: list[tuple[bytes, int] | None] = [None] * len(specs)
         self._replace: Any = None
 
-    def template(self, j: int, ptr: int) -> bytes:
-        """Map j's 128 bytes, encoded for `ptr` the first time it is asked for."""
-        if self._templates[j] is None:
+    def template(self, j: int, ptr: int) -> tuple[bytes, int]:
+        """Map j's 128 bytes and the address they hold: encoded for `ptr` the first time it is asked
+        for, for that first address ever after (the correctness buffers', then the timing sets' ask)."""
+        known = self._templates[j]
+        if known is None:
             raw = (ctypes.c_ubyte * 128)()
             ctypes.memmove(raw, encode_tensor_map(ptr, self.specs[j]).getPtr(), 128)
-            self._templates[j] = bytes(raw)
-        return self._templates[j]  # type: ignore[return-value]
+            known = self._templates[j] = (bytes(raw), ptr)
+        return known
 
     def readdress(self, where: int, j: int, ptr: int) -> None:
         """Give the copy of map j at `where` (64-byte aligned) the address `ptr`."""

@@ -20,7 +20,8 @@ MAP_BYTES = 128
 class Maps(Protocol):
     specs: list[dict]
 
-    def template(self, j: int, ptr: int) -> bytes: ...
+    def template(self, j: int, ptr: int) -> tuple[bytes, int]:
+        """Map j's bytes and the address they hold (encoded once, for whichever address came first)."""
 
     def readdress(self, where: int, j: int, ptr: int) -> None: ...
 
@@ -49,10 +50,12 @@ class LaunchArgs:
             starts[:, None] + np.array(offsets, dtype=np.uint64)[None, :])
         for j, (spec, slot) in enumerate(zip(maps.specs, slots)):
             column = "ABC".index(spec["operand"])
-            rows[:, slot:slot + MAP_BYTES] = np.frombuffer(maps.template(j, bases[column]), dtype=np.uint8)
-            if steps[column]:  # launch 0's map was encoded for its own address
-                for i in range(1, count):
-                    maps.readdress(self.base + i * self.stride + slot, j, bases[column] + i * steps[column])
+            template, holds = maps.template(j, bases[column])
+            rows[:, slot:slot + MAP_BYTES] = np.frombuffer(template, dtype=np.uint8)
+            for i in range(count):  # the template holds the address of an earlier call's buffer, or this one's
+                ptr = bases[column] + i * steps[column]
+                if ptr != holds:
+                    maps.readdress(self.base + i * self.stride + slot, j, ptr)
 
     def address(self, i: int = 0) -> int:
         return self.base + i * self.stride + self._params_at
