@@ -22,11 +22,11 @@ def test_ctrl_c_under_quiet_still_says_how_to_resume(tmp_path, monkeypatch, caps
     monkeypatch.setattr(evo.search.sweep, "run_sweep", _interrupt)
     path = tmp_path / "a.sqlite"
     code, _, err = evo_cli(capsys, "-q", "run", "evaluator=simulated", f"archive.path={path}")
-    assert code == 130 and err.strip() == f"evo: error: interrupted: run stopped; continue it with `evo resume {path}`"
+    assert code == 130 and err.strip() == f"evo: interrupted: run stopped; continue it with `evo resume {path}`"
     code, _, err = evo_cli(capsys, "-q", "resume", str(path), "--run", "2")
-    assert code == 130 and err.strip() == f"evo: error: interrupted: run stopped; continue it with `evo resume {path} --run 2`"
+    assert code == 130 and err.strip() == f"evo: interrupted: run stopped; continue it with `evo resume {path} --run 2`"
     code, _, err = evo_cli(capsys, "-q", "sweep", "evaluator=simulated", f"archive.path={path}")
-    assert code == 130 and err.strip() == f"evo: error: interrupted: {path} holds everything finished so far"
+    assert code == 130 and err.strip() == f"evo: interrupted: {path} holds everything finished so far"
 
 
 def test_a_run_whose_reader_goes_away_is_stopped_and_resumes(tmp_path):

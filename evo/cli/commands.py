@@ -5,7 +5,7 @@ import argparse
 import logging
 import threading
 
-from evo.cli.terminal import fail, interrupted
+from evo.cli.terminal import interrupted, stopped
 from evo.core.errors import EvoError
 from evo.core.logs import RESULT
 from evo.core.version import VERSION
@@ -37,7 +37,7 @@ def resume_cli(argv: list[str]) -> None:
         resume(a.archive, a.run, overrides=a.overrides, take_over=a.take_over)
     except KeyboardInterrupt:
         again = " ".join(["evo resume", a.archive, *(["--run", str(a.run)] if a.run else [])])
-        fail(interrupted(a.archive, again), 130)
+        stopped(interrupted(a.archive, again))
 
 
 def export_cli(argv: list[str]) -> None:

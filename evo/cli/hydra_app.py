@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from evo.cli.terminal import fail, interrupted
+from evo.cli.terminal import fail, interrupted, stopped
 from evo.config import EvoConfig, register_configs, validate
 from evo.core.errors import ConfigError, EvoError
 
@@ -324,7 +324,7 @@ def hydra_command(name: str, argv: list[str]) -> None:
             except EvoError as e:
                 fail(str(e))
             except KeyboardInterrupt:  # Ctrl-C, kill PID, or the reader of the output gone (evo.cli.main)
-                fail(interrupted(c.archive.path, f"evo resume {c.archive.path}" if name == "run" else None), 130)
+                stopped(interrupted(c.archive.path, f"evo resume {c.archive.path}" if name == "run" else None))
             log.debug(f"{name}: {result}")
             return
         # one archive per job, in the job's own output directory

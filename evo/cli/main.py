@@ -5,7 +5,7 @@ import logging
 import signal
 import sys
 
-from evo.cli.terminal import configure_logging, fail
+from evo.cli.terminal import configure_logging, fail, stopped
 from evo.core.errors import EvoError
 from evo.core.version import VERSION
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     except EvoError as e:
         fail(str(e))
     except KeyboardInterrupt:
-        fail("interrupted", 130)
+        stopped("interrupted")
 
 
 def _stop(signum, frame) -> None:

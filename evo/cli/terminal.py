@@ -63,8 +63,17 @@ def configure_logging(level: int) -> None:
 
 
 def fail(message: str, code: int = 2) -> None:
+    _exit_saying(f"evo: error: {message}", code)
+
+
+def stopped(message: str) -> None:
+    """A command stopped by Ctrl-C or a signal: not an error of the user's, so no "error:"; exit 130."""
+    _exit_saying(f"evo: {message}", 130)
+
+
+def _exit_saying(line: str, code: int) -> None:
     try:
-        print(f"evo: error: {message}", file=sys.stderr)
+        print(line, file=sys.stderr)
     except BrokenPipeError:  # stderr's reader went away too (`2>&1 | head`): the exit code still says it
         drop_broken_stream(sys.stderr)
     sys.exit(code)
