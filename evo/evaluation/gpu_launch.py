@@ -23,9 +23,12 @@ STICKY = {
 
 class CudaError(RuntimeError):
     def __init__(self, where: str, result):
-        self.name = getattr(result, "name", str(result))
-        _, text = cu.cuGetErrorString(result)
-        self.text = text.decode() if isinstance(text, bytes) else str(text)
+        self.name = getattr(result, "name", f"CUresult {result}")
+        if isinstance(result, cu.CUresult):
+            _, text = cu.cuGetErrorString(result)
+            self.text = text.decode() if isinstance(text, bytes) else str(text)
+        else:  # a code this cuda.bindings does not know (a newer driver's)
+            self.text = "an error code unknown to cuda.bindings"
         self.sticky = self.name in STICKY
         super().__init__(f"{where}: {self.name} ({self.text})")
 
@@ -77,7 +80,8 @@ class TensorMaps:
             ptr, template = ptrs[spec["operand"]], self._templates[j]
             raw = (ctypes.c_ubyte * 128)()
             if template is None:
-                ctypes.memmove(raw, encode_tensor_map(ptr, spec).getPtr(), 128)
+                tmap = encode_tensor_map(ptr, spec)  # held while copied: getPtr() points into it
+                ctypes.memmove(raw, tmap.getPtr(), 128)
                 self._templates[j] = bytes(raw)
             else:
                 if self._replace is None:
