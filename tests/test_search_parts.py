@@ -375,6 +375,26 @@ def test_a_wasted_evaluation_costs_more_than_a_duplicate_and_a_gain_beyond_noise
     assert abs(gain - math.log(1.1)) < 1e-9
 
 
+def test_an_operator_with_nothing_to_propose_costs_a_duplicate_not_a_compile_error():
+    """On the H200 ten such uses of next_pick, each charged -1 like a compile error, pinned it at the
+    policy's floor while it set new bests in 4 of its 21 evaluations."""
+    from evo.config import MutatorConfig
+    from evo.mutators.rewards import reward_without_child
+    from evo.search.loop import Search
+    from evo.search.state import Plan
+    cfg = MutatorConfig()
+    structural = Plan(0, "next_pick", None, Shape(77, 4096, 4096), 0.5, "ctx")
+    llm = Plan(0, "llm:rewrite", None, Shape(77, 4096, 4096), 0.5, "ctx")
+    for plan in (structural, llm):
+        Search._settle(None, plan, lambda: None)  # type: ignore[arg-type]
+        assert plan.candidate is None and "no child" in plan.failure
+    assert (structural.failure_kind, llm.failure_kind) == ("no_child", "")
+    assert reward_without_child("no_child", cfg) == cfg.penalty_duplicate
+    assert reward_without_child("", cfg) == reward_without_child("operator", cfg) == cfg.penalty_compile_error
+    assert reward_without_child("unsupported", cfg) == -0.5
+    assert reward_without_child("unavailable", cfg) is None
+
+
 def test_a_feature_the_prior_never_saw_is_still_shrunk_towards_it():
     """A feature constant in the prior's data (sd 0, weight 0: the shipped prior saw no compile
     options) is pulled towards the prior like the others: one measurement with it does not set its

@@ -42,7 +42,7 @@ from evo.islands import Individual, Island, make_islands, migrate
 from evo.islands.population import regroup
 from evo.mutators.llm import LLMRefused
 from evo.mutators.policy import OperatorPolicy
-from evo.mutators.rewards import reward
+from evo.mutators.rewards import reward, reward_without_child
 from evo.mutators.structural import OPERATORS, config_key
 from evo.search.allocation import ShapeAllocator
 from evo.search.cost_model import MIN_ROWS, CostModel, Prior, features, screen
@@ -409,7 +409,10 @@ class Search:
         """p's child, or why there is none: any exception is a failed use of the operator, never the run's."""
         try:
             p.candidate = make()
-            p.failure = "" if p.candidate else "the operator does not apply to this parent"
+            if not p.candidate:
+                p.failure = "the operator has no child to propose for this parent and shape"
+                if not p.operator.startswith("llm:"):
+                    p.failure_kind = "no_child"
         except EvoError as e:
             p.candidate, p.failure, p.failure_kind = None, str(e), getattr(e, "kind", "operator")
         except Exception as e:  # an operator's bug must not end the search: a failed use, logged
@@ -497,15 +500,14 @@ class Search:
             if not p.operator:
                 continue
             self.state.repair_uses += p.repair_depth > 0
-            if not p.candidate:  # an LLM answer without a usable edit: a failed use of the operator
-                if p.failure_kind in ("unavailable", "refused", "budget"):  # the API's trouble, not the operator's
+            if not p.candidate:  # no child to evaluate: an LLM answer without a usable edit, nothing to propose, ...
+                earned = reward_without_child(p.failure_kind, self.c.mutator)
+                if earned is None:  # the API's trouble, not the operator's
                     self.state.failures[f"llm_{p.failure_kind}"] += 1
                     continue
-                unsupported = p.failure_kind == "unsupported"
-                self.policy.update(p.context, p.operator, reward(Status.UNSUPPORTED, None, None, self.c.mutator)
-                                   if unsupported else self.c.mutator.penalty_compile_error)
-                self.state.failures["unsupported_child" if unsupported else
-                                    "llm_truncated" if p.failure_kind == "truncated" else "operator_failed"] += 1
+                self.policy.update(p.context, p.operator, earned)
+                self.state.failures[{"unsupported": "unsupported_child", "truncated": "llm_truncated",
+                                     "no_child": "no_child"}.get(p.failure_kind, "operator_failed")] += 1
                 continue
             key = (p.candidate.id, p.shape)
             o = results[key]
