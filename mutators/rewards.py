@@ -41,17 +41,13 @@ def reward(status: Status | None, child_speedup: float | None, parent_speedup: f
 
 def reward_without_child(failure_kind: str, cfg: MutatorConfig) -> float | None:
     """What a use of an operator that gave no child to evaluate earned (None: no update at all).
+    A structural operator with nothing to propose never gets here: another one makes the plan's
+    child (evo.search.loop, `_make_structural`).
     - "unavailable", "refused", "budget": the API's trouble, not the operator's: no update;
     - "unsupported": a child whose declaration refuses its shape: -0.5;
-    - "no_child": a structural operator with nothing to propose (next_pick with every open pick of
-      the shape tried, ...): it spent neither an evaluation nor money, so it costs what a duplicate
-      costs. Charged as a compile error (-1), ten such uses pinned next_pick at the policy's floor
-      in an H200 search where it set new bests in 4 of its 21 evaluations (benchmarks/session12);
     - anything else (an LLM answer without a usable edit, an operator's exception): a compile error."""
     if failure_kind in ("unavailable", "refused", "budget"):
         return None
     if failure_kind == "unsupported":
         return reward(Status.UNSUPPORTED, None, None, cfg)
-    if failure_kind == "no_child":
-        return cfg.penalty_duplicate
     return cfg.penalty_compile_error

@@ -384,12 +384,31 @@ class Search:
         for p in plans:
             if p.operator and not p.operator.startswith("llm:"):
                 mine = tried.setdefault(p.shape, set())
-                self._settle(p, lambda p=p, mine=mine: self.operators[p.operator].apply(
-                    p.parents, self.rng, shape=p.shape, info=self._info(p.parents, p.shape), tried=mine,
-                    num_sms=num_sms, predict=self.predict))
+                self._make_structural(p, mine, num_sms)
                 if p.candidate is not None:
                     mine.add(config_key(p.candidate.family, p.candidate.params))
         return futures
+
+    def _make_structural(self, p: Plan, tried: set, num_sms: int) -> None:
+        """p's child from its structural operator. Where the operator has nothing to propose for this
+        parent and shape (next_pick on a shape that has had every open pick), another structural
+        operator that applies, chosen by the policy, makes the child instead, so the plan is not lost;
+        the operators that declined are neither rewarded nor charged (they spent nothing: counted as
+        no_child). Charged -1 each, as compile errors, ten such uses had pinned next_pick at the
+        policy's floor in an H200 search where it set new bests in 4 of its 21 evaluations."""
+        info = self._info(p.parents, p.shape)
+        while True:
+            self._settle(p, lambda: self.operators[p.operator].apply(
+                p.parents, self.rng, shape=p.shape, info=info, tried=tried, num_sms=num_sms, predict=self.predict))
+            if p.candidate is not None or p.failure_kind != "no_child":
+                return
+            p.declined.append(p.operator)
+            others = [n for n, op in self.operators.items()
+                      if n not in p.declined and not n.startswith("llm:") and not repairs(op)
+                      and op.applies(p.parents[:1], info)]
+            if p.repair_depth or not others:
+                return
+            p.operator = self.policy.choose(p.context, self.rng, others)
 
     def _llm_call(self, p: Plan) -> Callable[[], Plan]:
         """Render p's request now; the returned callable asks the model and settles p."""
@@ -500,14 +519,17 @@ class Search:
             if not p.operator:
                 continue
             self.state.repair_uses += p.repair_depth > 0
-            if not p.candidate:  # no child to evaluate: an LLM answer without a usable edit, nothing to propose, ...
+            self.state.failures["no_child"] += len(p.declined)  # had nothing to propose: neither rewarded nor charged
+            if not p.candidate:  # no child to evaluate: an LLM answer without a usable edit, ...
+                if p.failure_kind == "no_child":  # no structural operator that applies had a child to propose
+                    continue
                 earned = reward_without_child(p.failure_kind, self.c.mutator)
                 if earned is None:  # the API's trouble, not the operator's
                     self.state.failures[f"llm_{p.failure_kind}"] += 1
                     continue
                 self.policy.update(p.context, p.operator, earned)
-                self.state.failures[{"unsupported": "unsupported_child", "truncated": "llm_truncated",
-                                     "no_child": "no_child"}.get(p.failure_kind, "operator_failed")] += 1
+                self.state.failures[{"unsupported": "unsupported_child", "truncated": "llm_truncated"}.get(
+                    p.failure_kind, "operator_failed")] += 1
                 continue
             key = (p.candidate.id, p.shape)
             o = results[key]

@@ -24,6 +24,7 @@ class Plan:
     origin: str = ""  # a repair: the kernel whose child failed (what revert_gene reverts towards)
     duplicate: bool = False  # its (kernel, shape) was measured before this generation
     shape_best: float | None = None  # the speedup of the shape's fastest kernel when the child was planned
+    declined: list[str] = field(default_factory=list)  # structural operators that had nothing to propose first
 
 
 @dataclass
