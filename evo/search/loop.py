@@ -519,7 +519,8 @@ class Search:
             if not p.operator:
                 continue
             self.state.repair_uses += p.repair_depth > 0
-            self.state.failures["no_child"] += len(p.declined)  # had nothing to propose: neither rewarded nor charged
+            if p.declined:  # had nothing to propose: neither rewarded nor charged, only counted
+                self.state.failures["no_child"] += len(p.declined)
             if not p.candidate:  # no child to evaluate: an LLM answer without a usable edit, ...
                 if p.failure_kind == "no_child":  # no structural operator that applies had a child to propose
                     continue
