@@ -39,3 +39,30 @@ shortlist_sweep() {
     gzip -c "/tmp/w$gpu/$set.sqlite" > "$OUT/$set.sqlite.gz"
   ) > "$OUT/${set}_sweep.log" 2>&1
 }
+
+# quick_profiled R FILL_S RUN_S: the quick preset on GPU 0 (llm=none, racing on): a run cut at FILL_S that
+# fills the compile cache, then one cut at RUN_S with EVO_PROFILE; into folder R: both logs, the profile
+# table, the evaluations/s of both (benchmarks/cluster/throughput.py), and per run the statuses and how
+# many correct evaluations were raced (one replay).
+quick_profiled() {
+  local R=$1 fill_s=$2 run_s=$3
+  local args=(+experiment=quick llm=none 'evaluator.gpus=[0]' search.progress=false)
+  (
+    export EVO_CACHE_DIR=/tmp/evo-cache
+    mkdir -p /tmp/w && cd /tmp/w && rm -f /tmp/w/quick_fill.sqlite* /tmp/w/quick_on.sqlite*
+    local t0 t1 t2
+    t0=$(date +%s.%N)
+    timeout "$fill_s" evo run "${args[@]}" archive.path=/tmp/w/quick_fill.sqlite > "$R/quick_fill.log" 2>&1
+    t1=$(date +%s.%N)
+    EVO_PROFILE=$R/profile_on.jsonl timeout "$run_s" evo run "${args[@]}" archive.path=/tmp/w/quick_on.sqlite \
+      > "$R/quick_on.log" 2>&1
+    t2=$(date +%s.%N)
+    python3 "$REPO/benchmarks/search/throughput_profile.py" "$R/profile_on.jsonl" > "$R/profile_on.txt" 2>&1
+    python3 "$REPO/benchmarks/cluster/throughput.py" "quick_fill=/tmp/w/quick_fill.sqlite:$(python3 -c "print($t1 - $t0)")" \
+      "quick_on=/tmp/w/quick_on.sqlite:$(python3 -c "print($t2 - $t1)")" > "$R/quick_throughput.txt" 2>&1
+    for n in fill on; do
+      python3 -c "import sqlite3, json, sys; db = sqlite3.connect(sys.argv[1]); ok = [json.loads(r[0]) for r in db.execute(\"select samples_json from evaluations where status = 'ok'\")]; print(sys.argv[2], db.execute('select status, count(*) from evaluations group by status').fetchall(), 'raced (one replay)', sum(len(t[0]['samples_ms']) < 5 for t in ok))" \
+        "/tmp/w/quick_$n.sqlite" "$n" >> "$R/statuses.txt" 2>&1
+    done
+  )
+}

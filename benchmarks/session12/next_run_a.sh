@@ -14,20 +14,6 @@ device_setup
 R=/tmp/r13a && mkdir -p $R
 (cd /tmp && cp -r "$REPO/tests" /tmp/gt && timeout 240 python3 -m pytest -q -p no:cacheprovider gt/test_gpu.py \
    gt/test_projection.py gt/test_input_integrity.py gt/test_launch_args.py -k "gpu or integrity or launch" 2>&1 | tail -25) > $R/pytest_gpu.txt
-export EVO_CACHE_DIR=/tmp/evo-cache
-mkdir -p /tmp/w && cd /tmp/w
-args=(+experiment=quick llm=none 'evaluator.gpus=[0]' search.progress=false)
-t0=$(date +%s.%N)
-timeout 60 evo run "${args[@]}" archive.path=/tmp/w/quick_fill.sqlite > $R/quick_fill.log 2>&1
-t1=$(date +%s.%N)
-EVO_PROFILE=$R/profile_on.jsonl timeout 60 evo run "${args[@]}" archive.path=/tmp/w/quick_on.sqlite > $R/quick_on.log 2>&1
-t2=$(date +%s.%N)
-python3 "$REPO/benchmarks/search/throughput_profile.py" $R/profile_on.jsonl > $R/profile_on.txt 2>&1
-python3 "$REPO/benchmarks/cluster/throughput.py" "quick_fill=/tmp/w/quick_fill.sqlite:$(python3 -c "print($t1 - $t0)")" \
-  "quick_on=/tmp/w/quick_on.sqlite:$(python3 -c "print($t2 - $t1)")" > $R/quick_throughput.txt 2>&1
-for n in fill on; do
-  python3 -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); print(sys.argv[2], db.execute('select status, count(*) from evaluations group by status').fetchall())" \
-    /tmp/w/quick_$n.sqlite $n >> $R/statuses.txt 2>&1
-done
-cd "$REPO" && device_done
+quick_profiled $R 60 60
+device_done
 cp "$OUT/gpu.txt" $R/ && tar -czf "$OUT/next_run_a.tgz" -C /tmp r13a && cat $R/pytest_gpu.txt $R/quick_throughput.txt $R/statuses.txt
