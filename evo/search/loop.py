@@ -403,10 +403,12 @@ class Search:
             if p.candidate is not None or p.failure_kind != "no_child":
                 return
             p.declined.append(p.operator)
+            if p.repair_depth:  # a repair has no stand-in
+                return
             others = [n for n, op in self.operators.items()
                       if n not in p.declined and not n.startswith("llm:") and not repairs(op)
                       and op.applies(p.parents[:1], info)]
-            if p.repair_depth or not others:
+            if not others:
                 return
             p.operator = self.policy.choose(p.context, self.rng, others)
 
