@@ -19,8 +19,22 @@ from evo.evaluation.gpu_buffers import (  # noqa: E402
     projection_sets,
     projection_terms,
     projection_verdicts,
+    projection_wants,
 )
 from evo.evaluation.tolerance import ELEM_ATOL_RMS, ELEM_RTOL  # noqa: E402
+
+
+def _terms(A, B, C, x):
+    """The check's terms with A (B x) taken from the same inputs (as before the launches)."""
+    return projection_terms(C, x, projection_wants(A, B, list(range(A.shape[0])), x))
+
+
+def _verdicts(A, B, C, x):
+    return projection_verdicts(C, x, projection_wants(A, B, list(range(A.shape[0])), x))
+
+
+def _sets(A, B, C, chosen, x):
+    return projection_sets(C, chosen, x, projection_wants(A, B, chosen, x))
 
 
 def old_terms(A, B, C, x):
@@ -97,10 +111,10 @@ KINDS = ["exact", "noise", "element", "element_1e-2", "row", "nan_inf", "stale"]
 
 def assert_same_verdicts(A, B, C, x):
     """Per-set verdicts of the new check equal the old one's; per-row terms within fp32 rounding."""
-    rows, nans = projection_sets(A, B, C, list(range(A.shape[0])), x)
+    rows, nans = _sets(A, B, C, list(range(A.shape[0])), x)
     old_rows, old_nans = old_projection(A, B, C, x)
     assert rows.tolist() == old_rows.tolist() and nans.tolist() == old_nans.tolist()
-    dev, sigma, _ = projection_terms(A, B, C, x)
+    dev, sigma, _ = _terms(A, B, C, x)
     old_dev, old_sigma, _ = old_terms(A, B, C, x)
     ok = torch.isfinite(old_dev) & torch.isfinite(old_sigma) & (old_sigma > 0)
     # both are fp32 roundings of the same sums (|A (B x)| is ~sqrt(K) / 2e-3 sigma): the projections
@@ -145,7 +159,7 @@ def test_projection_is_as_close_to_exact_as_the_fp32_check(case):
     A, B, C, x = problem(sets, M, N, K, scale_a=sa, scale_b=sb, seed=3)
     xd = x.double().view(-1, 1)
     exact = ((C.double() @ xd) - A.double() @ (B.double() @ xd)).abs().squeeze(2)
-    dev, sigma, _ = projection_terms(A, B, C, x)
+    dev, sigma, _ = _terms(A, B, C, x)
     old_dev = old_terms(A, B, C, x)[0]
     new_err, old_err = ((dev - exact).abs() / sigma).max(), ((old_dev - exact).abs() / sigma).max()
     assert new_err <= max(2 * old_err, 1e-3) and new_err < 1e-2
@@ -171,14 +185,14 @@ def test_projection_sees_a_wrong_element_as_far_as_a_projection_can():
     for rel, flagged in ((0.25, True), (1e-2, False)):
         wrong = C.clone()
         wrong[0, i, j] = (C[0, i, j].float() * (1 + rel)).half()
-        rows, nans = projection_verdicts(A, B, wrong, x)
+        rows, nans = _verdicts(A, B, wrong, x)
         assert rows.tolist() == [int(flagged)] and nans.tolist() == [False]
         assert assert_same_verdicts(A, B, wrong, x)[0] == [int(flagged)]
 
 
 def test_projection_counts_nan_and_inf():
     A, B, C, x = problem(3, 16, 64, 32)
-    rows, nans = projection_verdicts(A, B, corrupt(C, "nan_inf", x), x)
+    rows, nans = _verdicts(A, B, corrupt(C, "nan_inf", x), x)
     # a NaN makes its set's rms NaN, so every row fails; an Inf fails its own row only
     assert rows.tolist() == [1, 16, 1] and nans.tolist() == [False, True, False]
 
@@ -267,11 +281,11 @@ def test_projection_gpu_timing(cuda_fp32, sets, shape):
     A, B, C, x = problem(sets, M, N, K, device="cuda")
     chosen = list(range(sets))
     old_ms = _ms_per_check(lambda: old_projection(A, B, C, x))
-    new_ms = _ms_per_check(lambda: projection_sets(A, B, C, chosen, x))
+    new_ms = _ms_per_check(lambda: _sets(A, B, C, chosen, x))
     torch.cuda.synchronize()
     t = time.perf_counter()
-    projection_sets(A, B, C, chosen, x)
+    _sets(A, B, C, chosen, x)
     host_ms = (time.perf_counter() - t) * 1e3
     print(f"\nprojection check, {sets} sets of {M}x{N}x{K}: fp32 (old) {old_ms:.3f} ms, fp16 (new) {new_ms:.3f} ms "
           f"({old_ms / new_ms:.2f}x); host time to queue the new one {host_ms:.3f} ms")
-    assert projection_sets(A, B, C, chosen, x)[0].tolist() == [0] * sets
+    assert _sets(A, B, C, chosen, x)[0].tolist() == [0] * sets

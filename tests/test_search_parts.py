@@ -390,7 +390,7 @@ def test_an_operator_with_nothing_to_propose_hands_its_plan_to_another_and_is_no
     Search._settle(None, llm, lambda: None)  # type: ignore[arg-type]
     assert llm.candidate is None and llm.failure_kind == ""  # an LLM answer without an edit cost money
 
-    made = object()
+    made = SimpleNamespace(id="k")
     empty = SimpleNamespace(applies=lambda parents, info=None: True, apply=lambda *a, **k: None)
     fine = SimpleNamespace(applies=lambda parents, info=None: True, apply=lambda *a, **k: made)
     policy = OperatorPolicy(["next_pick", "mutate_one", "revert_gene"])
@@ -399,15 +399,46 @@ def test_an_operator_with_nothing_to_propose_hands_its_plan_to_another_and_is_no
         rng=random.Random(0), predict=None, _info=lambda parents, shape: {})
     fake._settle = lambda p, make: Search._settle(fake, p, make)  # type: ignore[arg-type]
     plan = Plan(0, "next_pick", None, shape, 0.5, "1-10 GFLOP|hopper", parents=[object()])
-    Search._make_structural(fake, plan, set(), 132)  # type: ignore[arg-type]
+    Search._make_structural(fake, plan, set(), set(), 132)  # type: ignore[arg-type]
     assert plan.candidate is made and plan.operator == "mutate_one" and plan.declined == ["next_pick"]
     fake.operators["mutate_one"] = empty  # nothing anywhere (the repair operator is not a stand-in)
     plan = Plan(0, "next_pick", None, shape, 0.5, "1-10 GFLOP|hopper", parents=[object()])
-    Search._make_structural(fake, plan, set(), 132)  # type: ignore[arg-type]
+    Search._make_structural(fake, plan, set(), set(), 132)  # type: ignore[arg-type]
     assert plan.candidate is None and plan.failure_kind == "no_child" and plan.declined == ["next_pick", "mutate_one"]
     cfg = MutatorConfig()
     assert reward_without_child("", cfg) == reward_without_child("operator", cfg) == cfg.penalty_compile_error
     assert reward_without_child("unsupported", cfg) == -0.5 and reward_without_child("unavailable", cfg) is None
+
+
+def test_an_operator_whose_child_is_a_duplicate_hands_its_plan_to_another_and_is_charged():
+    """A third of an H200 search's plan slots made duplicates of measured kernels (crossover: 126 of
+    142 uses): each was a child the generation never had. The plan goes to another operator; the one
+    that repeated a kernel is still charged a duplicate's penalty."""
+    from types import SimpleNamespace
+
+    from evo.search.loop import Search
+    from evo.search.state import Plan
+    shape = Shape(77, 4096, 4096)
+    old, new = SimpleNamespace(id="k-old"), SimpleNamespace(id="k-new")
+    def op(child):
+        return SimpleNamespace(applies=lambda parents, info=None: True, apply=lambda *a, **k: child)
+    fake = SimpleNamespace(operators={"crossover": op(old), "mutate_one": op(new), "next_pick": op(None)},
+                           policy=OperatorPolicy(["crossover", "mutate_one", "next_pick"]), rng=random.Random(0),
+                           predict=None, _info=lambda parents, shape: {})
+    fake._settle = lambda p, make: Search._settle(fake, p, make)  # type: ignore[arg-type]
+    made = {("k-old", shape)}
+    plan = Plan(0, "crossover", None, shape, 0.5, "ctx", parents=[object()])
+    Search._make_structural(fake, plan, set(), made, 132)  # type: ignore[arg-type]
+    assert plan.candidate is new and plan.operator == "mutate_one" and plan.repeated == ["crossover"]
+    made.add(("k-new", shape))  # now both are known, and next_pick has nothing: the last duplicate stays
+    for _ in range(5):
+        plan = Plan(0, "crossover", None, shape, 0.5, "ctx", parents=[object()])
+        Search._make_structural(fake, plan, set(), made, 132)  # type: ignore[arg-type]
+        assert plan.candidate in (old, new) and plan.failure_kind == "" and plan.operator not in plan.repeated
+        assert sorted(plan.repeated + [plan.operator]) == ["crossover", "mutate_one"]
+    other = Plan(0, "crossover", None, Shape(1, 4096, 4096), 0.5, "ctx", parents=[object()])
+    Search._make_structural(fake, other, set(), made, 132)  # type: ignore[arg-type]
+    assert other.candidate is old and other.repeated == []  # a kernel known on another shape is no duplicate
 
 
 def test_a_feature_the_prior_never_saw_is_still_shrunk_towards_it():

@@ -48,3 +48,17 @@ def test_nan_and_a_few_wrong_elements_fail():
     nan = out.copy()
     nan[-1] = np.nan
     assert "NaN" in verdict(error_stats(nan, ref))
+
+
+# (a, b) whose fp16 product is subnormal: rounded correctly, it is off by up to 2^-25 absolute, a
+# relative error of up to 25% (these three failed the H200's 1x1x1 check of an honest simt kernel)
+SUBNORMAL_PRODUCTS = [(-0.0171051025390625, 8.344650268554688e-06), (4.172325134277344e-06, 0.08062744140625),
+                      (-8.344650268554688e-06, 0.25390625)]
+
+
+@pytest.mark.parametrize("a, b", SUBNORMAL_PRODUCTS)
+def test_an_output_rounded_to_an_fp16_subnormal_passes(a, b):
+    ref = np.array([[np.float32(np.float16(a)) * np.float32(np.float16(b))]], np.float32)
+    out = ref.astype(np.float16).astype(np.float32)
+    assert out[0, 0] != ref[0, 0] and verdict(error_stats(out, ref)) is None
+    assert verdict(error_stats(out + 2.0 ** -22, ref))  # four subnormal steps off is wrong

@@ -20,10 +20,10 @@ from evo.core.records import DeviceInfo
 from evo.evaluation import steps
 from evo.evaluation.gpu_timing import launches_for, time_hot, time_sealed, time_server
 from evo.evaluation.sealed import contiguous_runs
-from evo.evaluation.tolerance import ELEM_ATOL_RMS, ELEM_RTOL, error_stats, verdict
+from evo.evaluation.tolerance import ELEM_ATOL_FP16, ELEM_ATOL_RMS, ELEM_RTOL, error_stats, verdict
 
 if TYPE_CHECKING:
-    from evo.evaluation.gpu_launch import LoadedKernel
+    from evo.evaluation.gpu_launch import LaunchArgs, LoadedKernel
 
 
 class Harness(Protocol):
@@ -50,9 +50,9 @@ class Projection(NamedTuple):
     nans: torch.Tensor  # bool, one per chosen set
 
 
-def fresh_generator() -> tuple[torch.Generator, int]:
+def fresh_generator(device: str = "cuda") -> tuple[torch.Generator, int]:
     seed = int.from_bytes(os.urandom(6), "little")
-    g = torch.Generator(device="cuda")
+    g = torch.Generator(device=device)
     g.manual_seed(seed)
     return g, seed
 
@@ -99,23 +99,33 @@ def _split16(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.stack((hi, (scaled - hi.float()).half()), dim=2), p
 
 
-def projection_terms(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                     x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per row of every set (sets x M, fp32): |C x - A (B x)|, sigma, and the row's sum of squares.
-    A (sets x M x K), B (sets x K x N), C (sets x M x N) and x (N) are fp16, so every product is exact
-    in fp32 and only the fp32 sums round, as in an fp32 computation; A (B x) takes B x split in two
-    fp16 parts (_split16). sigma is what each element's allowed error (ELEM_RTOL |c| + ELEM_ATOL_RMS
-    rms, tolerance.py) gives the row's projection with errors of random sign: sqrt(sum_j allowed^2
-    x_j^2), expanded as R^2 (c^2 @ xx) + a (2 R (|c| @ xx) + a sum(xx)) with a = ELEM_ATOL_RMS rms,
-    from fp32 slices of C of PROJECTION_CHUNK elements. The sum of squares is NaN where the row has a
-    NaN and +Inf where it has an Inf (all its terms are non-negative)."""
-    sets, M, N = C.shape
-    K = A.shape[2]
-    xcol = x.view(1, N, 1)
-    got = _mm16(C.reshape(1, sets * M, N), xcol).view(sets, M)
-    y = _mm16(B.reshape(1, sets * K, N), xcol).view(sets, K)
+def projection_want(A: torch.Tensor, B: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """A (B x) per row of every set (sets x M, fp32), from fp16 A (sets x M x K), B (sets x K x N) and
+    x (N): every product exact in fp32, only the fp32 sums round; B x is split in two fp16 parts
+    (_split16). Taken right after the inputs are written, before any launch (TimingSets.refresh), so
+    that a launch which rewrites its inputs is compared with the product of the inputs it was given.
+    B x and its parts are zeroed after use (the split's other temporaries may stay in freed memory, and
+    the result itself determines B x where M >= K: docs/correctness.md, "Known gaps")."""
+    sets, K, N = B.shape
+    y = _mm16(B.reshape(1, sets * K, N), x.view(1, N, 1)).view(sets, K)
     parts, p = _split16(y)
     want = torch.ldexp(_mm16(A, parts).sum(dim=2), -p)
+    y.zero_()
+    parts.zero_()
+    return want
+
+
+def projection_terms(C: torch.Tensor, x: torch.Tensor,
+                     want: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per row of every set (sets x M, fp32): |C x - want|, sigma, and the row's sum of squares.
+    C (sets x M x N) and x (N) are fp16, so every product is exact in fp32; `want` is A (B x) of the
+    inputs as written (projection_want). sigma is what each element's allowed error (ELEM_RTOL |c| +
+    ELEM_ATOL_RMS rms + ELEM_ATOL_FP16, tolerance.py) gives the row's projection with errors of random sign: sqrt(sum_j
+    allowed^2 x_j^2), expanded as R^2 (c^2 @ xx) + a (2 R (|c| @ xx) + a sum(xx)) with a = ELEM_ATOL_RMS
+    rms + ELEM_ATOL_FP16, from fp32 slices of C of PROJECTION_CHUNK elements. The sum of squares is NaN where the row has
+    a NaN and +Inf where it has an Inf (all its terms are non-negative)."""
+    sets, M, N = C.shape
+    got = _mm16(C.reshape(1, sets * M, N), x.view(1, N, 1)).view(sets, M)
     xx = x.float().square()
     w = torch.stack((xx, torch.ones_like(xx)), dim=1)  # c^2 @ w: the row's c^2 @ xx and sum of squares
     flat = C.reshape(sets * M, N)
@@ -130,90 +140,160 @@ def projection_terms(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
         torch.mm(c, xx.view(N, 1), out=s1[r0:r1])
         torch.mm(c.square_(), w, out=s2[r0:r1])  # c^2 is exact in fp32
     sq = s2[:, 1].view(sets, M)
-    a = ELEM_ATOL_RMS * (sq.sum(dim=1, keepdim=True) / (M * N)).sqrt()  # NaN or Inf where the set has one
+    a = ELEM_ATOL_RMS * (sq.sum(dim=1, keepdim=True) / (M * N)).sqrt() + ELEM_ATOL_FP16  # NaN/Inf where the set has one
     sigma = (ELEM_RTOL ** 2 * s2[:, 0].view(sets, M) + a * (2 * ELEM_RTOL * s1.view(sets, M) + a * xx.sum())).sqrt()
     return (got - want).abs(), sigma, sq
 
 
-def projection_verdicts(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                        x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def projection_verdicts(C: torch.Tensor, x: torch.Tensor, want: torch.Tensor, *,
+                        zeros_fail: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Freivalds per set: (int32 count of rows beyond PROJECTION_SIGMAS sigma or with a NaN/Inf output,
     whether any output is NaN), from projection_terms. Queues work on the current stream only."""
-    dev, sigma, sq = projection_terms(A, B, C, x)
+    dev, sigma, sq = projection_terms(C, x, want)
     bad = ~(dev <= PROJECTION_SIGMAS * sigma) | ~torch.isfinite(sq)  # NaN counts as bad
+    # a set whose outputs are all zero: it would pass against a `want` zeroed in memory by the kernel.
+    # Honest outputs are never all zero where K >= 2 and a set has two or more of them (zeros_fail);
+    # with K = 1 one input element of fp16 zero (1 in 4e7) zeroes a row, times 8192 sets of 1x1x1
+    if zeros_fail:
+        bad |= (sq.sum(dim=1, keepdim=True) == 0)
     return bad.sum(dim=1, dtype=torch.int32), torch.isnan(sq).any(dim=1)
 
 
-def projection_sets(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, chosen: list[int],
-                    x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """projection_verdicts of the `chosen` sets of batched A, B and C (int32 rows beyond the tolerance and
-    whether any output is NaN, one per chosen set), over contiguous runs of sets of at most
-    PROJECTION_BYTES working memory each. Queues work on the current stream only."""
-    _, M, K = A.shape
-    # per set: y = B x in fp32 and its two fp16 parts (about 6 K words), the per-row terms (about 10 M);
-    # the fp32 slice of C for the tolerance has PROJECTION_CHUNK elements whatever the group's size
+def _groups(shape: tuple[int, int, int], chosen: list[int]) -> list[tuple[int, int, int]]:
+    """Contiguous runs of the chosen sets, each within PROJECTION_BYTES of working memory: per set,
+    B x in fp32 and its two fp16 parts (about 6 K words) and the per-row terms (about 10 M); the fp32
+    slice of C for the tolerance has PROJECTION_CHUNK elements whatever the group's size."""
+    _, M, K = shape
     per_set = 4 * (6 * K + 10 * M)
-    group = max(1, (PROJECTION_BYTES - 4 * PROJECTION_CHUNK) // per_set)
+    return contiguous_runs(chosen, max(1, (PROJECTION_BYTES - 4 * PROJECTION_CHUNK) // per_set))
+
+
+def projection_wants(A: torch.Tensor, B: torch.Tensor, chosen: list[int], x: torch.Tensor) -> torch.Tensor:
+    """projection_want of the `chosen` sets of batched A and B (len(chosen) x M, fp32), by groups."""
+    want = torch.empty(len(chosen), A.shape[1], device=A.device)
+    for pos, lo, hi in _groups(A.shape, chosen):
+        want[pos:pos + hi - lo] = projection_want(A[lo:hi], B[lo:hi], x)
+    return want
+
+
+def projection_sets(C: torch.Tensor, chosen: list[int], x: torch.Tensor, want: torch.Tensor, *,
+                    zeros_fail: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """projection_verdicts of the `chosen` sets of batched C against `want` (one row per chosen set):
+    int32 rows beyond the tolerance and whether any output is NaN, one per chosen set, by groups.
+    Queues work on the current stream only."""
     rows = torch.empty(len(chosen), dtype=torch.int32, device=C.device)  # rows beyond the tolerance, per set
     nans = torch.empty(len(chosen), dtype=torch.bool, device=C.device)  # any NaN output, per set
-    for pos, lo, hi in contiguous_runs(chosen, group):
-        rows[pos:pos + hi - lo], nans[pos:pos + hi - lo] = projection_verdicts(A[lo:hi], B[lo:hi], C[lo:hi], x)
+    for pos, lo, hi in _groups((C.shape[0], C.shape[1], 0), chosen):
+        rows[pos:pos + hi - lo], nans[pos:pos + hi - lo] = projection_verdicts(
+            C[lo:hi], x, want[pos:pos + hi - lo], zeros_fail=zeros_fail)
     return rows, nans
+
+
+class Reference(NamedTuple):
+    """What the next check compares with, taken right after a refresh and before any launch: A (B x)
+    of the refreshed sets (fp32, one row per set) and the generator state x was drawn from. x itself
+    is erased before the launches and drawn again, from that state, for the check."""
+    chosen: list[int]
+    want: torch.Tensor
+    state: torch.Tensor
 
 
 class TimingSets:
     """Buffer sets for timing: one in hot mode; in rotating and server modes enough to exceed 3x L2
     (inputs come cold from memory) and, up to TIMING_BYTES, as many as a replay has launches, so
-    that each set is used once per chunk (see gpu_timing.time_sealed)."""
+    that each set is used once per chunk (see gpu_timing.time_sealed). On the harness's device
+    (`harness.device`, default "cuda"; the CPU tests use "cpu" and no stream)."""
 
-    def __init__(self, harness: Harness, M: int, N: int, K: int, modes: list[str]):
+    def __init__(self, harness: Harness, M: int, N: int, K: int, modes: list[str], *, checked: bool = True):
         self.h = harness
+        self.device = getattr(harness, "device", "cuda")
+        self.checked = checked  # False for the libraries: no check of their timed outputs, so no reference
         self.M, self.N, self.K = M, N, K
+        self._zeros_fail = K >= 2 and M * N >= 2  # all-zero outputs: honest only by chance where K = 1 or M N = 1
         set_bytes = 2 * (M * K + K * N + M * N)
         if any(m in ("rotating", "server") for m in modes):
             cold = max(2, math.ceil(3 * harness.info.l2_bytes / set_bytes))
             self.n = min(MAX_ROTATING_SETS, max(cold, TIMING_BYTES // set_bytes))
         else:
             self.n = 1
-        self.gen, _ = fresh_generator()
-        with torch.cuda.stream(harness.stream):
-            self.A = torch.empty(self.n, M, K, dtype=torch.float16, device="cuda")
-            self.B = torch.empty(self.n, K, N, dtype=torch.float16, device="cuda")
-            self.C = torch.empty(self.n, M, N, dtype=torch.float16, device="cuda")
-        self.refresh()
-        harness.stream.synchronize()
-        self._args: dict = {}
+        self.gen, _ = fresh_generator(self.device)
+        self._graphs: dict[str, Any] = {}  # name: (graph, outputs) once captured; False where capture failed
+        self._ref: Reference | None = None
+        self._full: tuple[int, torch.Tensor, torch.Tensor] | None = None  # the elementwise check's set and inputs
         self._pick = random.Random(os.urandom(8))
+        with torch.cuda.stream(harness.stream):
+            self.A = torch.empty(self.n, M, K, dtype=torch.float16, device=self.device)
+            self.B = torch.empty(self.n, K, N, dtype=torch.float16, device=self.device)
+            self.C = torch.empty(self.n, M, N, dtype=torch.float16, device=self.device)
+            self._x = torch.zeros(N, dtype=torch.float16, device=self.device)  # x of the checks: zero between them
+        self.refresh(reference=checked)
+        if harness.stream is not None:
+            harness.stream.synchronize()
         self._flush: torch.Tensor | None = None
-        self._graph_check: Any = None  # (graph, rows, nans) once captured; False where capture failed
 
-    def refresh(self, i: int | None = None) -> None:
-        """Fresh random inputs and a NaN-poisoned output, for every set or for set i."""
+    def refresh(self, i: int | None = None, *, reference: bool = True) -> None:
+        """Fresh random inputs and a NaN-poisoned output, for every set or for set i; then, with
+        `reference` (not for the libraries, which are not checked while timed), what the next check
+        compares with: A (B x) of these inputs, x drawn and erased again before any launch."""
         pick = slice(None) if i is None else slice(i, i + 1)
+        chosen = list(range(self.n)) if i is None else [i]
         with torch.cuda.stream(self.h.stream):
             self.A[pick].normal_(generator=self.gen)
             self.B[pick].normal_(generator=self.gen)
-            self.C[pick].fill_(float("nan"))
+            self._ref = self._reference(chosen) if reference else None
+            # the elementwise check's set, chosen now by the host and its inputs kept as written
+            self._full = None
+            if reference:
+                k = self._pick.choice(chosen)
+                self._full = (k, self.A[k].clone(), self.B[k].clone())
+            self.C[pick].fill_(float("nan"))  # last, as for the libraries: the same L2 state before a chunk
+
+    def _reference(self, chosen: list[int]) -> Reference:
+        state = self.gen.get_state()
+        self._x.normal_(generator=self.gen)
+        want = None
+        if len(chosen) == self.n:
+            want = self._graphed("want", lambda: projection_wants(self.A, self.B, chosen, self._x))
+        if want is None:
+            want = projection_wants(self.A, self.B, chosen, self._x)
+        self._x.zero_()
+        return Reference(chosen, want, state)
+
+    def _graphed(self, name: str, build: Callable[[], Any]) -> Any:
+        """`build()` (GPU work only; returns its output tensors) captured as a CUDA graph on first use
+        and replayed, here and after: the checks' forty-odd operations queued one by one cost the host
+        1-2 ms a chunk, more than the GPU's work on small shapes. The outputs live in the graph's
+        buffers until its next replay. None off CUDA or where capture failed (the caller then queues
+        the operations one by one)."""
+        if self.device != "cuda" or self.h.stream is None:
+            return None
+        known: Any = self._graphs.get(name)
+        if known is None:
+            try:
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, stream=self.h.stream):
+                    outputs = build()
+                known = self._graphs[name] = (graph, outputs)
+            except RuntimeError:  # not capturable here: one by one, as before graphs
+                known = self._graphs[name] = False
+        if known is False:
+            return None
+        known[0].replay()
+        return known[1]
 
     def refresh_cold(self, i: int) -> None:
         """Refresh set i, then write twice the L2's size elsewhere, so its inputs come from memory."""
         self.refresh(i)
         if self._flush is None:
-            self._flush = torch.empty(2 * self.h.info.l2_bytes, dtype=torch.uint8, device="cuda")
+            self._flush = torch.empty(2 * self.h.info.l2_bytes, dtype=torch.uint8, device=self.device)
         with torch.cuda.stream(self.h.stream):
             self._flush.fill_(0)
 
-    def args(self, kernel: LoadedKernel, i: int):
-        if i not in self._args:  # addresses by arithmetic: indexing a tensor costs microseconds, times 8192 sets
-            M, N, K = self.M, self.N, self.K
-            self._args[i] = kernel.args(self.A.data_ptr() + 2 * i * M * K, self.B.data_ptr() + 2 * i * K * N,
-                                        self.C.data_ptr() + 2 * i * M * N, M, N, K)
-        return self._args[i]
-
-    def prepare_args(self, kernel: LoadedKernel) -> None:
-        """Every set's launch arguments (tensor maps included), built before the graph is captured."""
-        for i in range(self.n):
-            self.args(kernel, i)
+    def launch_args(self, kernel: LoadedKernel) -> LaunchArgs:
+        """Every set's launch parameters (tensor maps included): launch i runs on set i."""
+        M, N, K = self.M, self.N, self.K
+        return kernel.args(self.A.data_ptr(), self.B.data_ptr(), self.C.data_ptr(), M, N, K,
+                                 steps=(2 * M * K, 2 * K * N, 2 * M * N), count=self.n)
 
     def estimate_ms(self, call: Callable[[int], None]) -> float:
         s = self.h.stream
@@ -225,51 +305,50 @@ class TimingSets:
                 call(i % self.n)
             end.record(s)
             end.synchronize()
-        self.refresh()
+        self.refresh(reference=self.checked)
         return start.elapsed_time(end) / 3
 
     def check_outputs(self, *, full: bool = False, indices: list[int] | None = None) -> str | None:
-        """Every set's output against its inputs by a random projection (Freivalds: C x against
-        A (B x) in fp32, per row within 6 sigma of fp16 output rounding), and with `full` one random
-        set element by element against the fp32 reference. None when all hold, else the reason."""
+        """Every set's output (of `indices`, default those of the last refresh) by a random projection
+        (Freivalds: C x against A (B x) of the inputs as the refresh wrote them, in fp32, per row within
+        6 sigma of fp16 output rounding), and with `full` one random set element by element against the
+        fp32 reference. None when all hold, else the reason."""
         error = self.verdict_to_host(self.queue_projection(indices))()
         if error is None and full:
             error = self.check_elementwise(indices)
         return error
 
     def queue_projection(self, indices: list[int] | None = None) -> Projection:
-        """Queue the projection check on the timing stream; its per-set verdicts stay in device
-        memory (verdict_to_host copies them out). Sets are taken as contiguous slices of the batched
-        buffers (no gathered copies, no fp32 copies of A and B: projection_sets)."""
-        if indices is None and self.h.stream is not None and self._graph_check is not False:
-            return self._queue_projection_graphed()
-        chosen = list(range(self.n)) if indices is None else list(indices)
+        """Queue the projection check on the timing stream against the last refresh's reference; its
+        per-set verdicts stay in device memory (verdict_to_host copies them out). x is drawn again
+        from the state the reference drew it from. Sets are taken as contiguous slices of the batched
+        buffers (no gathered copies, no fp32 copies: projection_sets)."""
+        ref = self._ref
+        if ref is None:
+            raise RuntimeError("no reference to check against: refresh the sets (reference=True) before the launches")
+        chosen = ref.chosen if indices is None else list(indices)
         with torch.cuda.stream(self.h.stream):
-            x = torch.randn(self.N, device="cuda", generator=self.gen).half()
-            rows, nans = projection_sets(self.A, self.B, self.C, chosen, x)
+            now = self.gen.get_state()
+            self.gen.set_state(ref.state)
+            self._x.normal_(generator=self.gen)
+            self.gen.set_state(now)
+            verdicts = None
+            if chosen == ref.chosen and len(chosen) == self.n and ref.want is self._graph_output("want"):
+                verdicts = self._graphed("check", lambda: projection_sets(
+                    self.C, chosen, self._x, ref.want, zeros_fail=self._zeros_fail))
+            if verdicts is None:
+                at = {i: p for p, i in enumerate(ref.chosen)}
+                if any(i not in at for i in chosen):
+                    raise RuntimeError(f"sets {[i for i in chosen if i not in at][:5]} were not refreshed with a reference")
+                want = ref.want if chosen == ref.chosen else ref.want[[at[i] for i in chosen]]
+                verdicts = projection_sets(self.C, chosen, self._x, want, zeros_fail=self._zeros_fail)
+            self._x.zero_()  # after the check in stream order: no x in memory while later launches run
+        rows, nans = verdicts
         return Projection(chosen, rows, nans)
 
-    def _queue_projection_graphed(self) -> Projection:
-        """The check of every set as one CUDA graph (captured on first use, outside the timed chunks):
-        a fresh x, then one replay, where the check's forty-odd operations queued one by one cost the
-        host 1-2 ms a chunk, more than the GPU's work on small shapes. The verdicts live in the graph's
-        buffers until the next replay; verdict_to_host copies them out right after, in stream order."""
-        s, chosen = self.h.stream, list(range(self.n))
-        with torch.cuda.stream(s):
-            if self._graph_check is None:
-                self._x = torch.empty(self.N, dtype=torch.float16, device="cuda")
-                try:
-                    graph = torch.cuda.CUDAGraph()
-                    with torch.cuda.graph(graph, stream=s):
-                        rows, nans = projection_sets(self.A, self.B, self.C, chosen, self._x)
-                    self._graph_check = (graph, rows, nans)
-                except RuntimeError:  # not capturable here: the operations one by one, as before
-                    self._graph_check = False
-                    return self.queue_projection(chosen)
-            graph, rows, nans = self._graph_check
-            self._x.copy_(torch.randn(self.N, device="cuda", generator=self.gen))
-            graph.replay()
-        return Projection(chosen, rows, nans)
+    def _graph_output(self, name: str) -> Any:
+        known = self._graphs.get(name)
+        return known[1] if known else None
 
     def verdict_to_host(self, p: Projection) -> Callable[[], str | None]:
         """Queue copies of a projection check's verdicts into pinned host memory, on the timing
@@ -277,34 +356,38 @@ class TimingSets:
         later runs (the kernels timed are untrusted: one writing out of bounds could otherwise
         overwrite a verdict still waiting on the device). Returns a function that gives the verdict
         (None or the reason) from the host copies, waiting for the copies if need be."""
-        s = self.h.stream
-        rows = torch.empty(p.rows.shape, dtype=p.rows.dtype, pin_memory=True)
-        nans = torch.empty(p.nans.shape, dtype=p.nans.dtype, pin_memory=True)
+        s, cuda = self.h.stream, self.device == "cuda"
+        rows = torch.empty(p.rows.shape, dtype=p.rows.dtype, pin_memory=cuda)
+        nans = torch.empty(p.nans.shape, dtype=p.nans.dtype, pin_memory=cuda)
         with torch.cuda.stream(s):
-            rows.copy_(p.rows, non_blocking=True)
-            nans.copy_(p.nans, non_blocking=True)
-            copied = torch.cuda.Event()
-            copied.record(s)
+            rows.copy_(p.rows, non_blocking=cuda)
+            nans.copy_(p.nans, non_blocking=cuda)
+            copied = torch.cuda.Event() if cuda else None
+            if copied is not None:
+                copied.record(s)
         chosen = p.chosen
 
         def read() -> str | None:  # holds the pinned copies until it is called; never reads the device
-            copied.synchronize()  # at once after the replay's wait
+            if copied is not None:
+                copied.synchronize()  # at once after the replay's wait
             counts = rows.tolist()
             k = next((i for i, r in enumerate(counts) if r), None)
             if k is None:
                 return None
             nan = bool(nans[k])
             return (f"a timed launch gave a wrong output (buffer set {chosen[k]}: {counts[k]} of {self.M} rows differ "
-                    f"from the fp32 reference beyond the tolerance, checked by random projection"
+                    f"from the fp32 product of the inputs as written beyond the tolerance, checked by random projection"
                     f"{'; NaN outputs: elements left unwritten' if nan else ''})")
         return read
 
     def check_elementwise(self, indices: list[int] | None = None) -> str | None:
-        """One random set (of `indices`, default all) element by element against the fp32 reference."""
-        chosen = list(range(self.n)) if indices is None else indices
+        """The set the last refresh picked at random (it must be among `indices`, default all) element by
+        element against the fp32 product of its inputs as the refresh wrote them (kept aside then)."""
+        if self._full is None or (indices is not None and self._full[0] not in indices):
+            raise RuntimeError("no set picked for the elementwise check: refresh the sets (reference=True) first")
+        i, a, b = self._full
         with torch.cuda.stream(self.h.stream):
-            i = self._pick.choice(chosen)
-            reason = verdict(error_stats(self.C[i].float(), reference(self.A[i], self.B[i])))
+            reason = verdict(error_stats(self.C[i].float(), reference(a, b)))
         return f"a timed launch (buffer set {i}) gave a wrong output: {reason}" if reason else None
 
     def time_all(self, call: Callable[[int], None], req: dict, *, verify: bool = True, capturable: bool = True,

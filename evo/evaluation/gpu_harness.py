@@ -164,9 +164,9 @@ class GpuHarness:
         buffers are freed on return, before the last correctness draw)."""
         with steps.step("timing sets (allocate, fill)"):
             sets = TimingSets(self, M, N, K, req["modes"])
-        with steps.step("launch arguments"):
-            sets.prepare_args(kernel)
-        call = lambda i: kernel.launch(sets.args(kernel, i), self.stream.cuda_stream)
+        with steps.step("launch arguments"):  # all before the capture, which then only launches
+            args = sets.launch_args(kernel)
+        call = lambda i: kernel.launch(args, self.stream.cuda_stream, i)
         return sets.time_all(call, req, verify=True, race=req.get("race"))
 
     def _evaluate_kernel(self, kernel: LoadedKernel, M: int, N: int, K: int, req: dict,

@@ -11,6 +11,8 @@ from typing import Any
 
 from cuda.bindings import driver as cu
 
+from evo.evaluation.launch_args import LaunchArgs
+
 # Errors after which the CUDA context is unusable: the worker reports them, then restarts.
 STICKY = {
     "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ILLEGAL_INSTRUCTION",
@@ -61,39 +63,35 @@ def encode_tensor_map(ptr: int, spec: dict):
 
 
 class TensorMaps:
-    """A kernel's tensor maps for any buffer addresses, as 128 raw bytes each, ready to pass by value.
-    Each map is encoded once; for other addresses a copy of it gets the new address from the driver's
-    cuTensorMapReplaceAddress (which checks the alignment as encoding does), called through ctypes on
-    a 64-byte aligned scratch copy: about a microsecond, where cuda.bindings' objects take several,
-    and timing builds the maps of up to 8192 buffer sets."""
+    """A kernel's tensor maps (specs from its launch configuration). Each is encoded once; a copy
+    placed elsewhere gets its own address from the driver's cuTensorMapReplaceAddress (which checks
+    the alignment as encoding does), called through ctypes in place: about a microsecond, where
+    encoding through cuda.bindings' objects takes several, and timing needs the maps of 8192 sets."""
 
     def __init__(self, specs: list[dict]):
         self.specs = specs
-        self._templates: list[bytes | None] = [None] * len(specs)
+        self._templates: list[tuple[bytes, int] | None] = [None] * len(specs)
         self._replace: Any = None
-        self._scratch = (ctypes.c_ubyte * 192)()
-        self._aligned = -ctypes.addressof(self._scratch) % 64 + ctypes.addressof(self._scratch)
 
-    def raw(self, ptrs: dict[str, int]) -> list[ctypes.Array]:
-        out = []
-        for j, spec in enumerate(self.specs):
-            ptr, template = ptrs[spec["operand"]], self._templates[j]
+    def template(self, j: int, ptr: int) -> tuple[bytes, int]:
+        """Map j's 128 bytes and the address they hold: encoded for `ptr` the first time it is asked
+        for, for that first address ever after (the correctness buffers', then the timing sets' ask)."""
+        known = self._templates[j]
+        if known is None:
             raw = (ctypes.c_ubyte * 128)()
-            if template is None:
-                tmap = encode_tensor_map(ptr, spec)  # held while copied: getPtr() points into it
-                ctypes.memmove(raw, tmap.getPtr(), 128)
-                self._templates[j] = bytes(raw)
-            else:
-                if self._replace is None:
-                    self._replace = ctypes.CDLL("libcuda.so.1").cuTensorMapReplaceAddress
-                    self._replace.argtypes, self._replace.restype = [ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int
-                ctypes.memmove(self._aligned, template, 128)
-                err = self._replace(self._aligned, ptr)
-                if err:
-                    raise CudaError(f"tensor map of {spec['operand']}", _result(err))
-                ctypes.memmove(raw, self._aligned, 128)
-            out.append(raw)
-        return out
+            tmap = encode_tensor_map(ptr, self.specs[j])  # held while copied: getPtr() points into it
+            ctypes.memmove(raw, tmap.getPtr(), 128)
+            known = self._templates[j] = (bytes(raw), ptr)
+        return known
+
+    def readdress(self, where: int, j: int, ptr: int) -> None:
+        """Give the copy of map j at `where` (64-byte aligned) the address `ptr`."""
+        if self._replace is None:
+            self._replace = ctypes.CDLL("libcuda.so.1").cuTensorMapReplaceAddress
+            self._replace.argtypes, self._replace.restype = [ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int
+        err = self._replace(where, ptr)
+        if err:
+            raise CudaError(f"tensor map of {self.specs[j]['operand']}", _result(err))
 
 
 def _result(code: int):
@@ -101,20 +99,6 @@ def _result(code: int):
         return cu.CUresult(code)
     except Exception:  # a code this cuda.bindings does not know: CudaError names it by number
         return code
-
-
-class KernelArgs:
-    """The parameter block of one launch: keeps the ctypes values alive, exposes void*[]."""
-
-    def __init__(self, a: int, b: int, c: int, m: int, n: int, k: int, tensor_maps: TensorMaps):
-        self.values = [ctypes.c_void_p(a), ctypes.c_void_p(b), ctypes.c_void_p(c),
-                       ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
-        self.values += tensor_maps.raw({"A": a, "B": b, "C": c})
-        self.array = (ctypes.c_void_p * len(self.values))(*[ctypes.addressof(v) for v in self.values])
-
-    @property
-    def address(self) -> int:
-        return ctypes.addressof(self.array)
 
 
 class LoadedKernel:
@@ -139,14 +123,16 @@ class LoadedKernel:
         self.registers = check(cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS,
                                                      self.function), "reading registers")
 
-    def args(self, a: int, b: int, c: int, m: int, n: int, k: int) -> KernelArgs:
-        return KernelArgs(a, b, c, m, n, k, self._tensor_maps)
+    def args(self, a: int, b: int, c: int, m: int, n: int, k: int, *, steps: tuple[int, int, int] = (0, 0, 0),
+             count: int = 1) -> LaunchArgs:
+        """The parameters of one launch on (a, b, c), or of `count` launches on buffers `steps` bytes apart."""
+        return LaunchArgs(self._tensor_maps, (a, b, c), steps, count, m, n, k)
 
-    def launch(self, args: KernelArgs, stream: int) -> None:
+    def launch(self, args: LaunchArgs, stream: int, i: int = 0) -> None:
         config = self._configs.get(stream)
         if config is None:  # one per stream: a graph capture issues thousands of launches
             config = self._configs[stream] = self._config(stream)
-        check(cu.cuLaunchKernelEx(config, self.function, args.address, 0), "launching hgemm")
+        check(cu.cuLaunchKernelEx(config, self.function, args.address(i), 0), "launching hgemm")
 
     def _config(self, stream: int):
         g, b = self.launch_cfg["grid"], self.launch_cfg["block"]

@@ -48,6 +48,7 @@ CASES = (
     Case("bad_input_cache.cu", TINY, Status.OK, honest="good_one_block.cu"),
     Case("bad_launch_count.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
     Case("bad_launch_zeros.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
+    Case("bad_rewrites_inputs.cu", LARGE_K, Status.INCORRECT_AFTER_TIMING),
     # faults that used to surface as worker_error
     Case("bad_fault_big.cu", SMALL, Status.OK),
     Case("bad_fault_big.cu", LARGE_K, Status.FAULT),

@@ -12,6 +12,10 @@ from __future__ import annotations
 NORM_RTOL = 5e-4  # ||out - ref|| / ||ref||
 ELEM_RTOL = 2.0 ** -10  # per element, relative to |ref| (two fp16 half-ulps)
 ELEM_ATOL_RMS = 1e-3  # per element, relative to the rms of ref (for elements near zero)
+# per element, absolute: one step of fp16's subnormals. An output below 2^-14 is rounded to a multiple
+# of 2^-24, an absolute error no relative bound covers; on 1x1x1 (K = 1, the rms is the element
+# itself) about one refresh of 8192 sets in 15 had such an honest output fail.
+ELEM_ATOL_FP16 = 2.0 ** -24
 
 
 def error_stats(out, ref) -> dict:
@@ -24,9 +28,13 @@ def error_stats(out, ref) -> dict:
     ref_sq = float((ref * ref).sum())
     if nonfinite:
         return {"elements": n, "nonfinite": nonfinite, "rel_err": float("inf"), "bad_elements": n, "worst": None}
-    rel = (float((diff * diff).sum()) / ref_sq) ** 0.5 if ref_sq > 0 else float((diff * diff).sum()) ** 0.5
+    # the normwise error leaves out the rounding of fp16 subnormals (ELEM_ATOL_FP16 per element): a
+    # 1x1x1 output of 1e-6 is otherwise 3% wrong when rounded correctly
+    beyond = abs(diff) - ELEM_ATOL_FP16
+    beyond = beyond * (beyond > 0)
+    rel = (float((beyond * beyond).sum()) / ref_sq) ** 0.5 if ref_sq > 0 else float((beyond * beyond).sum()) ** 0.5
     rms = (ref_sq / n) ** 0.5
-    tol = ELEM_RTOL * abs(ref) + ELEM_ATOL_RMS * rms
+    tol = ELEM_RTOL * abs(ref) + (ELEM_ATOL_RMS * rms + ELEM_ATOL_FP16)
     excess = abs(diff) - tol
     bad = int((excess > 0).sum())
     return {"elements": n, "nonfinite": 0, "rel_err": rel, "bad_elements": bad,
@@ -43,5 +51,5 @@ def verdict(stats: dict) -> str | None:
                 f"a wrong result; accumulate in fp32)")
     if stats["bad_elements"]:
         return (f"{stats['bad_elements']} of {stats['elements']} elements differ from the fp32 reference beyond "
-                f"{ELEM_RTOL:.1e}*|ref| + {ELEM_ATOL_RMS:.0e}*rms(ref)")
+                f"{ELEM_RTOL:.1e}*|ref| + {ELEM_ATOL_RMS:.0e}*rms(ref) + 2^-24")
     return None

@@ -380,37 +380,51 @@ class Search:
             cand = self.candidates.get(kernel_id)
             if cand is not None:
                 tried.setdefault(shape, set()).add(config_key(cand.family, cand.params))
+        made = set(self.known)  # (kernel, shape) measured, or made in this generation: duplicates
         num_sms = self.ev.num_sms
         for p in plans:
             if p.operator and not p.operator.startswith("llm:"):
                 mine = tried.setdefault(p.shape, set())
-                self._make_structural(p, mine, num_sms)
+                self._make_structural(p, mine, made, num_sms)
                 if p.candidate is not None:
                     mine.add(config_key(p.candidate.family, p.candidate.params))
+                    made.add((p.candidate.id, p.shape))
         return futures
 
-    def _make_structural(self, p: Plan, tried: set, num_sms: int) -> None:
+    def _make_structural(self, p: Plan, tried: set, made: set, num_sms: int) -> None:
         """p's child from its structural operator. Where the operator has nothing to propose for this
-        parent and shape (next_pick on a shape that has had every open pick), another structural
-        operator that applies, chosen by the policy, makes the child instead, so the plan is not lost;
-        the operators that declined are neither rewarded nor charged (they spent nothing: counted as
-        no_child). Charged -1 each, as compile errors, ten such uses had pinned next_pick at the
-        policy's floor in an H200 search where it set new bests in 4 of its 21 evaluations."""
+        parent and shape (next_pick on a shape that has had every open pick), or proposes a duplicate
+        (a kernel measured on the shape, or made for it earlier in this generation: `made`), another
+        structural operator that applies, chosen by the policy, makes the child instead, so the plan is
+        not lost. Operators that declined are neither rewarded nor charged (they spent nothing: counted
+        as no_child); one whose child was a duplicate is charged a duplicate's penalty, as before. Charged
+        -1 each, as compile errors, ten such uses had pinned next_pick at the policy's floor in an H200
+        search where it set new bests in 4 of its 21 evaluations; and a third of an H200 search's plan
+        slots went to duplicates (crossover: 126 of 142 uses), each a child the generation never had."""
         info = self._info(p.parents, p.shape)
+        last_duplicate = None
         while True:
             self._settle(p, lambda: self.operators[p.operator].apply(
                 p.parents, self.rng, shape=p.shape, info=info, tried=tried, num_sms=num_sms, predict=self.predict))
-            if p.candidate is not None or p.failure_kind != "no_child":
+            if p.candidate is not None and (p.candidate.id, p.shape) in made:
+                last_duplicate = (p.operator, p.candidate)
+                p.repeated.append(p.operator)
+            elif p.candidate is not None or p.failure_kind != "no_child":
                 return
-            p.declined.append(p.operator)
+            else:
+                p.declined.append(p.operator)
             if p.repair_depth:  # a repair has no stand-in
-                return
+                break
             others = [n for n, op in self.operators.items()
-                      if n not in p.declined and not n.startswith("llm:") and not repairs(op)
-                      and op.applies(p.parents[:1], info)]
+                      if n not in p.declined and n not in p.repeated and not n.startswith("llm:")
+                      and not repairs(op) and op.applies(p.parents[:1], info)]
             if not others:
-                return
+                break
             p.operator = self.policy.choose(p.context, self.rng, others)
+        if last_duplicate is not None:  # every stand-in declined or repeated: the last duplicate stays the plan's
+            p.operator, p.candidate = last_duplicate
+            p.repeated.remove(p.operator)  # charged in _fold as the plan's own duplicate
+            p.failure = p.failure_kind = ""
 
     def _llm_call(self, p: Plan) -> Callable[[], Plan]:
         """Render p's request now; the returned callable asks the model and settles p."""
@@ -523,6 +537,9 @@ class Search:
             self.state.repair_uses += p.repair_depth > 0
             if p.declined:  # had nothing to propose: neither rewarded nor charged, only counted
                 self.state.failures["no_child"] += len(p.declined)
+            for op in p.repeated:  # proposed a duplicate before a stand-in made the plan's child
+                self.policy.update(p.context, op, self.c.mutator.penalty_duplicate)
+                self.state.failures["duplicate_replanned"] += 1
             if not p.candidate:  # no child to evaluate: an LLM answer without a usable edit, ...
                 if p.failure_kind == "no_child":  # no structural operator that applies had a child to propose
                     continue

@@ -25,6 +25,7 @@ class Plan:
     duplicate: bool = False  # its (kernel, shape) was measured before this generation
     shape_best: float | None = None  # the speedup of the shape's fastest kernel when the child was planned
     declined: list[str] = field(default_factory=list)  # structural operators that had nothing to propose first
+    repeated: list[str] = field(default_factory=list)  # structural operators whose child was a duplicate first
 
 
 @dataclass
