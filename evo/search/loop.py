@@ -85,7 +85,8 @@ class Search:
                                     tournament=c.islands.tournament)
         self.rng = random.Random(c.search.seed)
         peaks = evaluator.peaks(evaluator.devices[0].key)
-        self.allocator = ShapeAllocator({s: peaks.floor_ms(s.flops, s.min_bytes) for s in self.shapes})
+        self.allocator = ShapeAllocator({s: peaks.floor_ms(s.flops, s.min_bytes) for s in self.shapes},
+                                        latency_floor_ms=c.search.latency_floor_us / 1e3)
         # refit from every correct measurement; with its prior it ranks from the start (seeds, next_pick,
         # change_family, and screening when search.screen_factor > 1)
         self.cost = CostModel(prior=self._prior(evaluator))
