@@ -48,10 +48,12 @@ class SearchConfig:
     # auto: on a GPU (not on the simulated backend, whose times are not the H200's); on; off
     cost_prior: str = "auto"
     seed_pool: int = 12  # shortlist picks per shape and family the cost model chooses the seeds among
-    # the budget allocator counts no shape's headroom below this time (us): no GEMM, kernel or library,
-    # ran under 2.3 us on the H200, so a 64x64x64 measured against its roofline (nanoseconds) alone
-    # looked improvable for ever and took 43% of the quick preset's evaluations (0: the roofline only)
-    latency_floor_us: float = 2.0
+    # the budget allocator counts no shape's headroom below this time (us; 0: the roofline alone). A
+    # 64x64x64 measured against its roofline (nanoseconds) looks improvable for ever and took 68 of the
+    # quick preset's 173 H200 evaluations; at 2 us it took 20, but that one A/B's bests were no better
+    # (geomean 0.960 against 0.984 of the libraries) and the 68 had found a 64^3 kernel at 2.09 us, 10%
+    # under the libraries (benchmarks/session13/README.md). Off until a seeded A/B says otherwise.
+    latency_floor_us: float = 0.0
     progress: bool = True
 
 

@@ -230,3 +230,24 @@ def test_the_host_work_between_generations_stays_small(tmp_path, monkeypatch):
     per_generation = sorted(counts.values())
     assert len(per_generation) >= 4
     assert per_generation[len(per_generation) // 2] < HOST_CALLS_PER_GENERATION, counts
+
+
+def test_every_repeated_kernel_is_charged_even_where_screening_drops_the_plan(tmp_path, monkeypatch):
+    """A structural operator that proposes a duplicate hands its plan to another and is charged a
+    duplicate's penalty. With screening (search.screen_factor=3, the default) most such plans are
+    dropped before evaluation; a review found their penalties dropped with them (30 of 40 in one run)."""
+    from evo.search.loop import Search
+    made = {"repeated": 0}
+    make = Search._make_structural
+
+    def counting(self, p, *args):
+        make(self, p, *args)
+        made["repeated"] += len(p.repeated)
+    monkeypatch.setattr(Search, "_make_structural", counting)
+    c, raw = config(tmp_path, "dup.sqlite", "search.max_evaluations=80", "search.children_per_island=8",
+                    "search.cost_prior=on")
+    run_search(c, raw)
+    a = Archive.open(tmp_path / "dup.sqlite")
+    state = a.get_state(a.last_run("search")["id"], "search")
+    assert state["screened_out"] > 0 and made["repeated"] > 0  # the case the test is about happened
+    assert state["failures"].get("duplicate_replanned", 0) == made["repeated"]

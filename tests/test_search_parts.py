@@ -51,12 +51,12 @@ def test_a_shape_at_its_floor_gets_less_than_one_with_headroom():
 
 def test_a_tiny_shape_at_launch_latency_does_not_outbid_a_large_one_with_headroom():
     tiny = Shape(64, 64, 64)
-    alloc = ShapeAllocator({tiny: 6e-6, B: 0.01})  # the H200's roofline floors: nanoseconds for 64^3
+    alloc = ShapeAllocator({tiny: 6e-6, B: 0.01}, latency_floor_ms=0.002)  # roofline floors: ns for 64^3
     alloc.observe(tiny, 0.00231, 1.0)  # 2.31 us, as fast as the libraries: the launch-latency floor
     alloc.observe(B, 0.0125, 0.95)  # 80% of its roofline, 5% behind the libraries
     assert alloc.headroom(tiny) < 0.1 < alloc.headroom(B)
     assert alloc.gain(B) > alloc.gain(tiny)
-    roofline_only = ShapeAllocator({tiny: 6e-6, B: 0.01}, latency_floor_ms=0)  # search.latency_floor_us=0
+    roofline_only = ShapeAllocator({tiny: 6e-6, B: 0.01})  # search.latency_floor_us=0, the default
     roofline_only.observe(tiny, 0.00231, 1.0)
     roofline_only.observe(B, 0.0125, 0.95)
     assert roofline_only.headroom(tiny) == 1.0 and roofline_only.gain(tiny) > roofline_only.gain(B)

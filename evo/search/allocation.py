@@ -5,11 +5,10 @@ Every shape is an arm. Its expected gain per evaluation is
     p(improve) * headroom + exploration
 
 - `headroom`: how much there is left to win, in log time: half the gap to the floor plus half the
-  gap to the best library (when behind it), capped. The floor is the roofline's or the latency floor
-  (`search.latency_floor_us`, 2 us), whichever is longer: a 64x64x64 GEMM's roofline floor is a few
-  nanoseconds, but no GEMM, kernel or library, has been timed below 2.3 us on the H200 (launch and one
-  tile's pipeline), so measured against the roofline alone it looked e-fold improvable for ever and
-  took 43% of the quick preset's evaluations (79 of 184 on the H200, benchmarks/session13).
+  gap to the best library (when behind it), capped. The floor is the roofline's, or a latency floor
+  where that is longer (`search.latency_floor_us`, off by default: on the H200 it moved the quick
+  preset's evaluations off 64x64x64, 68 of 173 -> 20 of 160, without better bests in that one A/B,
+  benchmarks/session13/README.md).
 - `p(improve)`: the recent progress, a discounted rate of evaluations that improved the shape's
   best by at least `MIN_GAIN` (Beta(1, 1) prior, so an untried shape starts at 1/2).
 - `exploration`: a UCB term, so no shape is starved.
@@ -53,9 +52,7 @@ class ShapeArm:
 @dataclass
 class ShapeAllocator:
     floor_ms: dict[Shape, float]  # roofline floor of each shape
-    # no shape's headroom is counted below this (ms): the shortest time of any correct GEMM on the H200
-    # in rotating mode was 2.3 us (64x64x64, kernels and libraries alike, benchmarks/session10/run_c)
-    latency_floor_ms: float = 0.002
+    latency_floor_ms: float = 0.0  # no shape's headroom is counted below this (search.latency_floor_us)
     arms: dict[Shape, ShapeArm] = field(default_factory=dict)
     pending: dict[Shape, int] = field(default_factory=dict)  # picks of this generation not observed yet
 

@@ -466,12 +466,12 @@ class Search:
         calls = self._make_children(plans)  # structural children now; LLM children as their answers arrive
         # LLM plans are settled on their own threads: only admit_plan (in _evaluate) may read them
         self._check_children([p for p in plans if not p.operator.startswith("llm:")])
-        plans = self._screen(plans)
-        results = self._evaluate_children(plans, later=calls)
-        refused = [p.failure for p in plans if p.failure_kind == "refused"]
+        kept = self._screen(plans)
+        results = self._evaluate_children(kept, later=calls)
+        refused = [p.failure for p in kept if p.failure_kind == "refused"]
         if refused:  # every later call would be refused too: stop, saying what to fix
             raise LLMRefused(f"the Messages API refuses the run's calls: {refused[0]}; fix that, then `evo resume`")
-        self._fold(plans, results)
+        self._fold(plans, results, kept)
         if self.c.search.transfer_every and g % self.c.search.transfer_every == 0:
             self._transfer()
         if self.c.islands.migration != "off" and g % self.c.islands.migration_interval == 0:
@@ -528,9 +528,11 @@ class Search:
         island_of = {c.id: p.island for c, p in ready}
         return self._evaluate([(c, p.shape) for c, p in ready], island_of=island_of, later=later)
 
-    def _fold(self, plans: list[Plan], results: dict) -> None:
+    def _fold(self, plans: list[Plan], results: dict, kept: list[Plan] | None = None) -> None:
         """Results into the policy, the allocator, the islands and the repair queue, in plan order
-        (the same decisions whatever order results arrived in)."""
+        (the same decisions whatever order results arrived in). `kept`: the plans screening kept (default
+        all); a plan it dropped was never evaluated, but its operators' declines and duplicates count."""
+        evaluated = {id(p) for p in (plans if kept is None else kept)}
         seen: set = set()
         for p in plans:
             if not p.operator:
@@ -541,6 +543,8 @@ class Search:
             for op in p.repeated:  # proposed a duplicate before a stand-in made the plan's child
                 self.policy.update(p.context, op, self.c.mutator.penalty_duplicate)
                 self.state.failures["duplicate_replanned"] += 1
+            if id(p) not in evaluated:  # screened out: its child was never evaluated
+                continue
             if not p.candidate:  # no child to evaluate: an LLM answer without a usable edit, ...
                 if p.failure_kind == "no_child":  # no structural operator that applies had a child to propose
                     continue
