@@ -2,7 +2,16 @@
 from evo.archive import Archive
 from evo.cli.hydra_app import compose
 from evo.core.shapes import Shape
-from evo.search.compare import archive_path, evaluations_to_95, run_compare
+from evo.search.compare import (
+    FIND_MIN,
+    ArmRun,
+    archive_path,
+    evaluations_to_95,
+    finds,
+    format_comparison,
+    genome_changes,
+    run_compare,
+)
 
 SHAPES = "shapes.list=[77x4096x4096,1024x1024x1024]"
 
@@ -20,6 +29,8 @@ def test_compare_runs_every_arm_at_the_same_budget_and_keeps_finished_arms(tmp_p
         assert all(len(v["vs_library"]) == len(r["seeds"]) for v in r["per_shape"].values())
     assert result["arms"]["shortlist"]["geomean_vs_shortlist"] == [1.0]
     assert (out / "compare.json").is_file()
+    for f in result["finds"]:  # each find beats the shortlist, and says how its kernel differs
+        assert f["vs_shortlist"] >= FIND_MIN and f["arm"] != "shortlist" and f["changes"] and f["kernel"]
     runs_before = [Archive.open(archive_path(out, "search", s)).last_run()["id"] for s in (0, 1)]
     # every arm's bests were timed again, side by side, in a session of their own
     retimed = Archive.open(out / "retime.sqlite")
@@ -66,3 +77,27 @@ def test_each_arm_gets_the_same_budget_and_its_own_archive(tmp_path):
     assert arms["no_prior"].search.cost_prior == "off" and arms["search"].search.cost_prior == "auto"
     assert arms["shortlist"].sweep.sample == "shortlist" and arms["random_tc"].sweep.sample == "random"
     assert len({a.archive.path for a in arms.values()}) == 7
+
+
+def test_a_find_says_how_it_differs_from_the_shortlists_kernel():
+    """What the search found that the shortlist lacks, as the H200 compare of the thirteenth session
+    showed it: the shortlist's own split-K pick with 7 pipeline stages instead of 5, 8.8% faster."""
+    shape, other = Shape(197, 768, 3072), Shape(64, 1024, 4096)
+    pick = {"BM": 72, "BN": 64, "SPLIT_K": 3, "FIXUP": 1, "STAGES": 5}
+    ref = ArmRun("shortlist", 0, best_ms={shape: 8.443, other: 8.0}, retimed_ms={shape: 8.44},
+                 genome={shape: {"family": "hopper", "params": pick, "options": {}, "kernel": "a"},
+                         other: {"family": "hopper", "params": pick, "options": {}, "kernel": "c"}})
+    deeper = {"family": "hopper", "params": dict(pick, STAGES=7), "options": {"expensive": "1"},
+              "operator": "compile_options", "kernel": "b"}
+    arm = ArmRun("uniform", 2, best_ms={shape: 7.747, other: 7.99}, retimed_ms={shape: 7.757},
+                 genome={shape: deeper, other: {"family": "skinny", "params": {}, "kernel": "d"}})
+    found = finds([ref, arm], [shape, other])
+    assert len(found) == 1  # 8.0 / 7.99 is within the noise: not a find
+    f = found[0]
+    assert f["retimed"] and abs(f["vs_shortlist"] - 8.44 / 7.757) < 1e-9 and f["operator"] == "compile_options"
+    assert f["changes"] == "STAGES 5 -> 7, option expensive - -> 1"
+    assert genome_changes(ref.genome[other], arm.genome[other]) == "family hopper -> skinny"
+    assert genome_changes(ref.genome[shape], dict(ref.genome[shape])) == "the same kernel (timed again)"
+    table = format_comparison({"shapes": [], "arms": {}, "finds": found})
+    assert "197x768x3072" in table and "STAGES 5 -> 7" in table
+    assert "no arm beat the shortlist" in format_comparison({"shapes": [], "arms": {}, "finds": []})

@@ -42,6 +42,7 @@ from evo.archive import Archive
 from evo.archive.elites import elites
 from evo.archive.queries import evaluation_trace, operator_use
 from evo.config import EvoConfig, as_dict
+from evo.core.compile_options import options_or_none
 from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import Shape, build_shape_set
 from evo.core.summary import geomean
@@ -53,6 +54,7 @@ SEEDED = ("search", "uniform", "random_tc", "screened", "unscreened", "no_prior"
 SEARCHES = ("search", "uniform", "screened", "unscreened", "no_prior")
 ORDER = ("search", "screened", "unscreened", "no_prior", "uniform", "random_tc", "shortlist")
 REFERENCE = "shortlist"
+FIND_MIN = 1.01  # an arm's best this much faster than the shortlist's is listed as a find (beyond timing noise)
 TENSOR_CORE = ["ampere", "hopper"]
 
 
@@ -69,6 +71,7 @@ class ArmRun:
     retimed_ms: dict[Shape, float] = field(default_factory=dict)  # the best kernel timed again (retime.py)
     evaluations: int = 0
     operators: dict[str, dict] = field(default_factory=dict)  # per operator: uses, new shape bests, ...
+    genome: dict[Shape, dict] = field(default_factory=dict)  # the best kernel's family, genes, options, operator
 
 
 def archive_path(out: str | Path, arm: str, seed: int) -> Path:
@@ -133,6 +136,7 @@ def read_arm(path: Path, arm: str, seed: int) -> ArmRun:
             shape = Shape(row["M"], row["N"], row["K"])
             r.best_ms[shape], r.speedup[shape] = row["time_ms"], row["speedup"]
             r.best_kernel[shape] = row["kernel_id"]
+            r.genome[shape] = _genome(a, row["kernel_id"])
         trace = evaluation_trace(a, run["id"])
         r.operators = operator_use(a, run["id"])
     finally:
@@ -140,6 +144,52 @@ def read_arm(path: Path, arm: str, seed: int) -> ArmRun:
     r.evaluations = len(trace)
     r.to_95 = evaluations_to_95(trace, r.speedup)
     return r
+
+
+def _genome(a: Archive, kernel_id: str) -> dict:
+    row = a.db.execute("select family, params_json, source, operator from kernels where id = ?", [kernel_id]).fetchone()
+    if row is None:
+        return {}
+    family, params_json, source, operator = row
+    return {"family": family, "params": json.loads(params_json) if params_json else {},
+            "options": options_or_none(source or "") or {}, "operator": operator, "kernel": kernel_id}
+
+
+def genome_changes(ref: dict, found: dict) -> str:
+    """How a found kernel differs from the shortlist's best on its shape, in words: its family, else
+    the genes and compile options that differ (a kernel an LLM edited may differ in source only)."""
+    if not ref or not found:
+        return "?"
+    if ref.get("kernel") == found.get("kernel"):
+        return "the same kernel (timed again)"
+    if ref.get("family") != found.get("family"):
+        return f"family {ref.get('family')} -> {found.get('family')}"
+    changes = []
+    for what, prefix in (("params", ""), ("options", "option ")):
+        a, b = ref.get(what) or {}, found.get(what) or {}
+        changes += [f"{prefix}{k} {a.get(k, '-')} -> {b.get(k, '-')}" for k in sorted(set(a) | set(b))
+                    if a.get(k) != b.get(k)]
+    return ", ".join(changes) or "the source (same genes and options)"
+
+
+def finds(runs: list[ArmRun], shapes: list[Shape]) -> list[dict]:
+    """Every (arm, seed, shape) whose best beat the shortlist's by FIND_MIN or more (re-timed where both
+    were), with how its kernel differs from the shortlist's: what the searches found that the
+    shortlist lacks, best first."""
+    ref = next((r for r in runs if r.arm == REFERENCE), None)
+    out = []
+    for r in runs:
+        if ref is None or r.arm == REFERENCE:
+            continue
+        for s in shapes:
+            both_retimed = s in ref.retimed_ms and s in r.retimed_ms
+            mine, theirs = (r.retimed_ms, ref.retimed_ms) if both_retimed else (r.best_ms, ref.best_ms)
+            if s in mine and s in theirs and theirs[s] / mine[s] >= FIND_MIN:
+                found = r.genome.get(s, {})
+                out.append({"shape": str(s), "arm": r.arm, "seed": r.seed, "vs_shortlist": theirs[s] / mine[s],
+                            "retimed": both_retimed, "operator": found.get("operator"), "kernel": found.get("kernel"),
+                            "changes": genome_changes(ref.genome.get(s, {}), found)})
+    return sorted(out, key=lambda f: -f["vs_shortlist"])
 
 
 def evaluations_to_95(trace: list[dict], final: dict[Shape, float]) -> dict[Shape, int]:
@@ -237,7 +287,21 @@ def format_comparison(result: dict) -> str:
                  if use_rows else "")
     return (tabulate(rows, headers=headers, disable_numparse=True, stralign="right")
             + "\n\n" + tabulate(to95, headers=["arm", "evals on a shape to 95% of its best (mean)",
-                                               "evaluations per seed"], disable_numparse=True) + operators)
+                                               "evaluations per seed"], disable_numparse=True) + operators
+            + _format_finds(result.get("finds")))
+
+
+def _format_finds(found: list[dict] | None) -> str:
+    if found is None:
+        return ""
+    if not found:
+        return f"\n\nno arm beat the shortlist's best on any shape by {FIND_MIN - 1:.0%} or more"
+    rows = [[f["shape"], f"{f['arm']} {f['seed']}", f"{f['vs_shortlist']:.3f}" + ("" if f["retimed"] else " *"),
+             f["operator"] or "-", f["changes"]] for f in found]
+    return (f"\n\nwhere an arm beat the shortlist's best by {FIND_MIN - 1:.0%} or more (re-timed; * as found), and "
+            "how its kernel differs from the shortlist's best there\n"
+            + tabulate(rows, headers=["shape", "arm seed", "x shortlist", "operator", "differs from the shortlist's best"],
+                       disable_numparse=True))
 
 
 def _operator_cell(use: dict | None) -> str:
@@ -289,6 +353,7 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
             if finished(archive_path(out, arm, seed))]
     _add_retimed(c, runs)
     result = comparison(runs, shapes)
+    result["finds"] = finds(runs, shapes)
     result["retimed"] = any(r.retimed_ms for r in runs)
     result["budget_per_shape"] = c.compare.budget
     # simulated if any arm was (read from the archives: report_only over simulated arms is labelled too)
