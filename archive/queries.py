@@ -63,6 +63,12 @@ def kernel(a: Archive, kernel_id: str) -> dict:
     return k
 
 
+def kernel_row(a: Archive, kernel_id: str) -> dict | None:
+    """A kernel's family, params_json, source and operator (None if the archive lacks it)."""
+    rows = list(a.db.query("select family, params_json, source, operator from kernels where id = ?", [kernel_id]))
+    return rows[0] if rows else None
+
+
 def lineage(a: Archive, kernel_id: str, depth: int = 50) -> list[dict]:
     """Ancestors, nearest first: (kernel, operator, parents, depth)."""
     out, frontier, seen = [], [(kernel(a, kernel_id)["id"], 0)], set()

@@ -123,6 +123,12 @@ def test_bench_times_an_archives_per_shape_bests_each_on_its_own_shape(tmp_path)
     assert all(r["kernel_elite_ms"] and r["elite_kernel"] for r in rows)
     missing = evo("-q", "bench", f"kernels_of={tmp_path / 'none.sqlite'}", "evaluator=simulated")
     assert missing.returncode != 0 and "is not a file" in missing.stderr
+    # a self-test recorded after the sweep (the default archive of both): still the sweep's bests
+    from evo.search.retime import bests
+    a = Archive.open(tmp_path / "s.sqlite")
+    a.start_run(kind="selftest", config={}, seed=0, backend="simulated")
+    a.close()
+    assert sorted((s.M, s.N) for s in bests(tmp_path / "s.sqlite")) == [(64, 64), (257, 2048)]
 
 
 def test_export_names_the_run_to_take_when_the_last_one_has_no_kernel(tmp_path):

@@ -45,3 +45,18 @@ def test_a_run_whose_reader_goes_away_is_stopped_and_resumes(tmp_path):
     assert run["status"] == "stopped" and run["evaluations"] < 200
     assert resume(str(path)).reason.startswith("evaluation budget reached")
     assert Archive.open(path, readonly=True).runs()[0]["status"] == "finished"
+
+
+def test_resume_takes_its_options_after_the_archive_too(tmp_path, capsys):
+    """`evo resume ARCHIVE --run 1 search.max_evaluations=N` (as a newcomer wrote it) was refused with
+    'unrecognized arguments'; argparse reads the options and overrides intermixed now."""
+    from evo.cli.commands import resume_cli
+    from evo.core.errors import EvoError
+    try:
+        resume_cli([str(tmp_path / "none.sqlite"), "--run", "1", "search.max_evaluations=5"])
+    except SystemExit:  # argparse's refusal
+        raise AssertionError(capsys.readouterr().err) from None
+    except EvoError as e:  # parsed: the archive is what is missing
+        assert "no archive at" in str(e)
+    else:
+        raise AssertionError("resuming a missing archive did not fail")

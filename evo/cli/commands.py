@@ -32,7 +32,7 @@ def resume_cli(argv: list[str]) -> None:
                         "over without it")
     p.add_argument("overrides", nargs="*", help="e.g. search.max_evaluations=5000 islands.n=6 llm=none; settings "
                    "that change what the archive means (shapes, search.seed, evaluator.backend, ...) are refused")
-    a = p.parse_args(argv)
+    a = p.parse_intermixed_args(argv)  # `ARCHIVE --run 1 key=value` as well as `--run 1 ARCHIVE key=value`
     try:
         resume(a.archive, a.run, overrides=a.overrides, take_over=a.take_over)
     except KeyboardInterrupt:

@@ -52,8 +52,10 @@ def _search(c: EvoConfig, *, raw_config: dict | None = None, resume_run: int | N
         if store_config:  # the resumed session has started: the run continues under the new settings
             s.archive.set_run_config(s.run_id, as_dict(c))
         reason = search.run()
-        log.info(f"{simulated_note(c.evaluator.backend)}finished: {reason}. Browse with `evo archive elites {s.archive.path}`; "
-                 f"export with `evo export {s.archive.path}`", extra=RESULT)
+        last = s.archive.last_run()
+        which = "" if last is None or last["id"] == s.run_id else f" --run {s.run_id}"  # a later run (a self-test) is the default
+        log.info(f"{simulated_note(c.evaluator.backend)}finished: {reason}. Browse with `evo archive elites "
+                 f"{s.archive.path}{which}`; export with `evo export {s.archive.path}{which}`", extra=RESULT)
         return SearchResult(str(s.archive.path), s.run_id, reason)
 
 

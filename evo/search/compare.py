@@ -40,7 +40,7 @@ from tabulate import tabulate
 
 from evo.archive import Archive
 from evo.archive.elites import elites
-from evo.archive.queries import evaluation_trace, operator_use
+from evo.archive.queries import evaluation_trace, kernel_row, operator_use
 from evo.config import EvoConfig, as_dict
 from evo.core.compile_options import options_or_none
 from evo.core.logs import RESULT, simulated_note
@@ -147,12 +147,11 @@ def read_arm(path: Path, arm: str, seed: int) -> ArmRun:
 
 
 def _genome(a: Archive, kernel_id: str) -> dict:
-    row = a.db.execute("select family, params_json, source, operator from kernels where id = ?", [kernel_id]).fetchone()
+    row = kernel_row(a, kernel_id)
     if row is None:
         return {}
-    family, params_json, source, operator = row
-    return {"family": family, "params": json.loads(params_json) if params_json else {},
-            "options": options_or_none(source or "") or {}, "operator": operator, "kernel": kernel_id}
+    return {"family": row["family"], "params": json.loads(row["params_json"]) if row["params_json"] else {},
+            "options": options_or_none(row["source"] or "") or {}, "operator": row["operator"], "kernel": kernel_id}
 
 
 def genome_changes(ref: dict, found: dict) -> str:
