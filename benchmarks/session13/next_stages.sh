@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# For the next GPU session (NEXT.md item 1), one H200, ~9 minutes: split-K kernels with deeper
-# pipelines, paired with the shortlist's own (stages_ab.py), on llm_layers and grid125, 3 split picks
-# a shape (about 1270 evaluations; the queue is cut at 480 s). One tarball comes back.
+# For the next GPU session (NEXT.md item 1), one H200, ~9 minutes: the thirteenth session's finds as
+# pairs with the shortlist's own picks (stages_ab.py): split picks with deeper pipelines, and plain
+# picks as transposed products where M <= 256, on llm_layers and grid125, 3 pairs a shape and kind
+# (1030 evaluations; the queue is cut at 480 s). One tarball comes back.
 #   OUT=/some/folder bash benchmarks/session13/next_stages.sh
 . benchmarks/device_common.sh
 device_setup
