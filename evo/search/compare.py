@@ -104,7 +104,7 @@ def run_arm(c: EvoConfig, arm: str, seed: int) -> None:
     from evo.search import resume, run_search
     from evo.search.sweep import run_sweep
     a = arm_config(c, arm, seed)
-    log.info(f"compare: {arm} (seed {seed}) -> {a.archive.path}")
+    log.info(f"compare: {arm} (seed {seed}) -> {a.archive.path}", extra=RESULT)  # names the arm its tables belong to
     if arm in SEARCHES and Path(a.archive.path).is_file():
         resume(a.archive.path)  # a search arm stopped part way continues where it stopped
     elif arm in SEARCHES:
