@@ -17,7 +17,9 @@ from evo.core.shapes import build_shape_set
 #: the choices of `mutator.structural` and `family` (evo.mutators and evo.families implement
 #: exactly these; a test keeps the lists in step)
 STRUCTURAL_OPERATORS = ("mutate_one", "mutate_many", "crossover", "change_family", "compile_options", "revert_gene",
-                        "next_pick")
+                        "next_pick", "replay_change")
+#: replay_change is off by default: not yet measured on a GPU (benchmarks/session13/NEXT.md)
+DEFAULT_STRUCTURAL = tuple(op for op in STRUCTURAL_OPERATORS if op != "replay_change")
 FAMILY_NAMES = ("simt", "ampere", "hopper", "skinny")
 
 
@@ -74,7 +76,7 @@ class MutatorConfig:
     learning_rate: float = 0.2
     baseline_decay: float = 0.9
     min_probability: float = 0.03
-    structural: list[str] = field(default_factory=lambda: list(STRUCTURAL_OPERATORS))
+    structural: list[str] = field(default_factory=lambda: list(DEFAULT_STRUCTURAL))
     penalty_compile_error: float = -1.0
     penalty_incorrect: float = -1.0
     penalty_crash: float = -2.0

@@ -109,6 +109,8 @@ class StructuralOperator:
         if self.name == "next_pick":
             return _next_pick(first, context.get("shape"), context.get("tried"), context.get("num_sms", 132),
                               context.get("predict"))
+        if self.name == "replay_change":
+            return _replay_change(first, context.get("finds") or [], rng)
         family = FAMILIES.get(first.family or "") or FAMILIES["hopper"]
         params = first.params if family.valid(first.params) else family.default
         if self.name == "mutate_one":  # one parameter to a neighbouring value
@@ -279,6 +281,69 @@ def _revert_gene(failed: Candidate, parent: Candidate, rng: random.Random) -> Ca
     return carry_options(options_from, made)
 
 
+MAX_FINDS = 32  # the changes replay_change draws from: the most recent new bests
+
+
+def gene_change(parent: Candidate, child: Candidate) -> dict | None:
+    """What a child changed of its parent, as a change another kernel of the family can take:
+    {"family", "params": {gene: new value}, "options": {option: new value, or None where dropped}};
+    None where there is nothing comparable (another family, no genome, nothing changed)."""
+    family = FAMILIES.get(child.family or "")
+    if family is None or child.family != parent.family or not child.params or not parent.params:
+        return None
+    before, after = family.complete(parent.params), family.complete(child.params)
+    params = {k: v for k, v in after.items() if before.get(k) != v}
+    old, new = options_or_none(parent.source) or {}, options_or_none(child.source) or {}
+    options = {k: new.get(k) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
+    if not params and not options:
+        return None
+    return {"family": family.name, "params": params, "options": options}
+
+
+def remember(finds: list[dict], change: dict) -> list[dict]:
+    """finds with `change` as the most recent (once), at most MAX_FINDS."""
+    return ([f for f in finds if f != change] + [change])[-MAX_FINDS:]
+
+
+def _can_take_option(source: str, options: dict, name: str) -> bool:
+    """Whether an option can be set on this source: `minblocks` needs a one-argument
+    __launch_bounds__, or one that an earlier minblocks made two-argument (as _levers reads it)."""
+    return name != "minblocks" or "minblocks" in options or can_set_minblocks(source)
+
+
+def _takes(parent: Candidate, here: dict, change: dict) -> bool:
+    opts = options_or_none(parent.source) or {}
+    return (any(here.get(k) != v for k, v in change["params"].items())
+            or any(opts.get(k) != v and _can_take_option(parent.source, opts, k) for k, v in change["options"].items()))
+
+
+def _replay_change(parent: Candidate, finds: list[dict], rng: random.Random) -> Candidate | None:
+    """A change that set a new best on some shape (`finds`, recorded by the search: its genes and
+    compile options), applied to this parent of the same family: a find on one shape is a hypothesis
+    for the others (6-7 stages on split-K picks, a transposed tile). None where no find applies."""
+    family = FAMILIES.get(parent.family or "")
+    if family is None or not family.valid(parent.params):
+        return None
+    here = family.complete(parent.params)
+    eligible = [f for f in finds if f["family"] == family.name and _takes(parent, here, f)]
+    if not eligible:
+        return None
+    change = rng.choice(eligible)
+    params = family.repair(dict(here, **change["params"]), rng, keep=tuple(change["params"]))
+    if change["params"] and not any(params.get(k) == v for k, v in change["params"].items()):
+        return None  # the repair undid the change: what is left is not the find
+    made = carry_options(parent, family.candidate(params, operator="replay_change", parents=(parent.id,)))
+    options = options_or_none(made.source) or {}
+    for k, v in change["options"].items():
+        if v is None:
+            options.pop(k, None)
+        elif _can_take_option(made.source, options, k):
+            options[k] = v
+    child = Candidate.make(with_options(made.source, options), family=made.family, params=made.params,
+                           operator="replay_change", parents=made.parents)
+    return None if child.id == parent.id else child
+
+
 OPERATORS: dict[str, StructuralOperator] = {op.name: op for op in (
     StructuralOperator("mutate_one", 1, "move one template parameter to a neighbouring value"),
     StructuralOperator("mutate_many", 1, "redraw each template parameter with probability 0.3"),
@@ -288,4 +353,6 @@ OPERATORS: dict[str, StructuralOperator] = {op.name: op for op in (
                        "or -maxrregcount), L1 caching of loads, ptxas optimizations"),
     StructuralOperator("revert_gene", 2, "repair: revert one gene of a failed child to its parent's value"),
     StructuralOperator("next_pick", 1, "the best-ranked pick of the family's shortlist the target shape has not had"),
+    StructuralOperator("replay_change", 1, "a change (genes, compile options) that set a new best on some shape, "
+                       "applied to this parent"),
 )}

@@ -78,6 +78,17 @@ def crash_after(monkeypatch, n: int) -> None:
     monkeypatch.setattr(Evaluator, "evaluate", evaluate)
 
 
+def crashed_and_resumed(tmp_path, monkeypatch, name: str, *extra: str, after: int) -> dict:
+    """The fingerprint of a run cut by Ctrl-C after `after` evaluations and then resumed."""
+    c, raw = config(tmp_path, name, *extra)
+    crash_after(monkeypatch, after)
+    with pytest.raises(KeyboardInterrupt):
+        run_search(c, raw)
+    monkeypatch.undo()
+    resume(str(tmp_path / name))
+    return fingerprint(tmp_path / name)
+
+
 def test_resume_after_a_crash_makes_the_same_decisions(tmp_path, uninterrupted, monkeypatch):
     c, raw = config(tmp_path, "b.sqlite")
     crash_after(monkeypatch, 23)
@@ -99,13 +110,7 @@ def test_resume_with_the_prior_and_screening_makes_the_same_decisions(tmp_path, 
     want = fingerprint(tmp_path / "a.sqlite")
     a = Archive.open(tmp_path / "a.sqlite")
     assert a.get_state(a.last_run("search")["id"], "search")["screened_out"] > 0  # screening did decide
-    c, raw = config(tmp_path, "b.sqlite", *extra)
-    crash_after(monkeypatch, 23)
-    with pytest.raises(KeyboardInterrupt):
-        run_search(c, raw)
-    monkeypatch.undo()
-    resume(str(tmp_path / "b.sqlite"))
-    assert fingerprint(tmp_path / "b.sqlite") == want
+    assert crashed_and_resumed(tmp_path, monkeypatch, "b.sqlite", *extra, after=23) == want
 
 
 def test_resume_after_kill_minus_9(tmp_path, uninterrupted):
@@ -251,3 +256,20 @@ def test_every_repeated_kernel_is_charged_even_where_screening_drops_the_plan(tm
     state = a.get_state(a.last_run("search")["id"], "search")
     assert state["screened_out"] > 0 and made["repeated"] > 0  # the case the test is about happened
     assert state["failures"].get("duplicate_replanned", 0) == made["repeated"]
+
+
+def test_replay_change_carries_a_find_to_other_shapes_and_resumes_the_same(tmp_path, monkeypatch):
+    """search.structural with replay_change (off by default): children that set a new shape best leave
+    their change as a find, the operator applies finds to other parents, and a run cut short resumes
+    to the same decisions (the finds are part of the saved state)."""
+    ops = "mutator.structural=[mutate_one,mutate_many,crossover,change_family,compile_options,revert_gene," \
+          "next_pick,replay_change]"
+    c, raw = config(tmp_path, "a.sqlite", ops, "search.max_evaluations=60")
+    run_search(c, raw)
+    want = fingerprint(tmp_path / "a.sqlite")
+    a = Archive.open(tmp_path / "a.sqlite")
+    run = a.last_run("search")["id"]
+    assert a.get_state(run, "search")["finds"]  # new bests left their changes
+    assert want["policy"]["uses"] and any("replay_change" in ops_ for ops_ in want["policy"]["uses"].values())
+    assert list(a.db.query("select id from kernels where operator = 'replay_change'"))  # it made children
+    assert crashed_and_resumed(tmp_path, monkeypatch, "b.sqlite", ops, "search.max_evaluations=60", after=31) == want

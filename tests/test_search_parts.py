@@ -409,7 +409,7 @@ def test_an_operator_with_nothing_to_propose_hands_its_plan_to_another_and_is_no
     policy = OperatorPolicy(["next_pick", "mutate_one", "revert_gene"])
     fake = SimpleNamespace(operators={"next_pick": empty, "mutate_one": fine, "revert_gene": SimpleNamespace(
         repairs=True, applies=lambda parents, info=None: True, apply=lambda *a, **k: made)}, policy=policy,
-        rng=random.Random(0), predict=None, _info=lambda parents, shape: {})
+        rng=random.Random(0), predict=None, _info=lambda parents, shape: {}, state=SimpleNamespace(finds=[]))
     fake._settle = lambda p, make: Search._settle(fake, p, make)  # type: ignore[arg-type]
     plan = Plan(0, "next_pick", None, shape, 0.5, "1-10 GFLOP|hopper", parents=[object()])
     Search._make_structural(fake, plan, set(), set(), 132)  # type: ignore[arg-type]
@@ -437,7 +437,7 @@ def test_an_operator_whose_child_is_a_duplicate_hands_its_plan_to_another_and_is
         return SimpleNamespace(applies=lambda parents, info=None: True, apply=lambda *a, **k: child)
     fake = SimpleNamespace(operators={"crossover": op(old), "mutate_one": op(new), "next_pick": op(None)},
                            policy=OperatorPolicy(["crossover", "mutate_one", "next_pick"]), rng=random.Random(0),
-                           predict=None, _info=lambda parents, shape: {})
+                           predict=None, _info=lambda parents, shape: {}, state=SimpleNamespace(finds=[]))
     fake._settle = lambda p, make: Search._settle(fake, p, make)  # type: ignore[arg-type]
     made = {("k-old", shape)}
     plan = Plan(0, "crossover", None, shape, 0.5, "ctx", parents=[object()])
@@ -550,3 +550,51 @@ def test_the_search_seeds_ampere_above_m_64_only_where_k_is_short():
     assert sampled_families(["hopper", "ampere"], Shape(333, 4096, 14336)) == ["hopper"]
     assert sampled_families(["hopper", "ampere"], Shape(1024, 64, 64)) == ["hopper", "ampere"]
     assert sampled_families(["ampere"], Shape(333, 4096, 14336)) == ["ampere"]
+
+
+def test_a_find_is_a_change_another_kernel_of_the_family_can_take():
+    """The thirteenth session's H200 find: the shortlist's split-K pick of 197x768x3072 with 7
+    pipeline stages instead of 5 and a compile option, 8.8% faster. replay_change applies that change
+    to another hopper kernel; a kernel of another family does not take it."""
+    from evo.core.compile_options import options_of, with_options
+    from evo.families import FAMILIES
+    from evo.mutators.structural import OPERATORS, gene_change, remember
+    hopper = FAMILIES["hopper"]
+    pick = dict(hopper.default, BM=72, BN=64, CONSUMERS=1, SPLIT_K=3, FIXUP=1, STAGES=5, SWAP_AB=1, PERSISTENT=1)
+    assert hopper.valid(pick)
+    parent = hopper.candidate(pick)
+    deeper = hopper.candidate(dict(pick, STAGES=7))
+    child = type(deeper).make(with_options(deeper.source, {"expensive": "1"}), family="hopper", params=deeper.params)
+    change = gene_change(parent, child)
+    assert change == {"family": "hopper", "params": {"STAGES": 7}, "options": {"expensive": "1"}}
+    assert gene_change(parent, FAMILIES["ampere"].candidate(FAMILIES["ampere"].default)) is None
+    assert gene_change(parent, parent) is None
+    finds = remember(remember([], change), change)
+    assert finds == [change]
+    other = hopper.candidate(dict(pick, BM=40, BN=128))  # another shape's split-K pick
+    made = OPERATORS["replay_change"].apply([other], random.Random(0), finds=finds)
+    assert made is not None and made.params["STAGES"] == 7 and made.params["BM"] == 40
+    assert options_of(made.source) == {"expensive": "1"} and made.operator == "replay_change"
+    assert OPERATORS["replay_change"].apply([made], random.Random(0), finds=finds) is None  # it has the change
+    ampere = FAMILIES["ampere"].candidate(FAMILIES["ampere"].default)
+    assert OPERATORS["replay_change"].apply([ampere], random.Random(0), finds=finds) is None
+
+
+def test_a_register_cap_find_replaces_the_parents_own():
+    """A find `minblocks 2 -> 3` applied to a kernel that already has minblocks=2 (a review found it
+    refused: the two-argument __launch_bounds__ no longer looked settable)."""
+    from evo.core.compile_options import can_set_minblocks, options_of, with_options
+    from evo.core.kernel import Candidate
+    from evo.families import FAMILIES
+    from evo.mutators.structural import OPERATORS, gene_change
+    fam = next(f for f in FAMILIES.values() if can_set_minblocks(f.candidate(f.default).source))
+    base = fam.candidate(fam.default)
+
+    def capped(c, n):
+        return Candidate.make(with_options(c.source, {"minblocks": n}), family=c.family, params=c.params)
+    change = gene_change(capped(base, "2"), capped(base, "3"))
+    assert change == {"family": fam.name, "params": {}, "options": {"minblocks": "3"}}
+    other = next(q for k, vals in fam.space.items() for v in vals
+                 if (q := dict(fam.complete(fam.default), **{k: v})) != fam.complete(fam.default) and fam.valid(q))
+    made = OPERATORS["replay_change"].apply([capped(fam.candidate(other), "2")], random.Random(0), finds=[change])
+    assert made is not None and options_of(made.source) == {"minblocks": "3"} and made.params == fam.complete(other)

@@ -43,7 +43,7 @@ from evo.islands.population import regroup
 from evo.mutators.llm import LLMRefused
 from evo.mutators.policy import OperatorPolicy
 from evo.mutators.rewards import reward, reward_without_child
-from evo.mutators.structural import OPERATORS, config_key
+from evo.mutators.structural import OPERATORS, config_key, gene_change, remember
 from evo.search.allocation import ShapeAllocator
 from evo.search.cost_model import MIN_ROWS, CostModel, Prior, features, screen
 from evo.search.overlap import in_background
@@ -62,6 +62,7 @@ REPAIRABLE = {Status.COMPILE_ERROR, Status.REJECTED, Status.INCORRECT, Status.IN
               Status.MEMORY_VIOLATION, Status.FAULT, Status.LAUNCH_ERROR}
 MAX_REPAIR_DEPTH = 2  # a repair of a repair of a failed child, then the chain is dropped
 REPAIR_QUEUE = 64  # waiting failed children kept (the oldest dropped first)
+FIND_GAIN = 1.01  # a child this much faster than its shape's best is a find (beyond timing noise)
 
 
 def repairs(op) -> bool:
@@ -406,7 +407,8 @@ class Search:
         last_duplicate = None
         while True:
             self._settle(p, lambda: self.operators[p.operator].apply(
-                p.parents, self.rng, shape=p.shape, info=info, tried=tried, num_sms=num_sms, predict=self.predict))
+                p.parents, self.rng, shape=p.shape, info=info, tried=tried, num_sms=num_sms, predict=self.predict,
+                finds=self.state.finds))
             if p.candidate is not None and (p.candidate.id, p.shape) in made:
                 last_duplicate = (p.operator, p.candidate)
                 p.repeated.append(p.operator)
@@ -566,6 +568,7 @@ class Search:
                 continue
             self._observe(p.candidate, p.shape, o)
             if o.status == Status.OK:
+                self._note_find(p, o)
                 self.islands[p.island].add([Individual(p.candidate.id, p.shape, o.speedup or 0.0)])
                 continue
             self.state.failures[str(o.status)] += 1
@@ -574,6 +577,14 @@ class Search:
                                            "parent": p.origin or p.parents[0].id,
                                            "depth": p.repair_depth})
                 del self.state.repairs[:-REPAIR_QUEUE]
+
+    def _note_find(self, p: Plan, o: Outcome) -> None:
+        """A child that beat its shape's best (as it was when the child was planned) by FIND_GAIN: what
+        it changed of its parent becomes a find, which replay_change tries on other kernels."""
+        if p.candidate and p.parents and p.shape_best and (o.speedup or 0.0) >= p.shape_best * FIND_GAIN:
+            change = gene_change(p.parents[0], p.candidate)
+            if change:
+                self.state.finds = remember(self.state.finds, change)
 
     def _reference(self, p: Plan) -> float | None:
         """What a child's speedup is compared with for its reward (mutator.reward_against)."""

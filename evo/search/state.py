@@ -39,15 +39,16 @@ class SearchState:
     repair_uses: int = 0  # repair operator uses so far
     screened_out: int = 0  # children the cost model kept from the GPU
     raced: int = 0  # evaluations timed with one replay: far slower than their shape's fastest (racing)
+    finds: list[dict] = field(default_factory=list)  # changes that set new shape bests (replay_change draws them)
 
     def to_json(self) -> dict:
         return {"generation": self.generation, "spent": self.spent, "elapsed_s": self.elapsed_s,
                 "failures": dict(self.failures), "stalled": self.stalled, "repairs": self.repairs,
                 "repair_uses": self.repair_uses, "screened_out": self.screened_out,
-                "raced": self.raced}
+                "raced": self.raced, "finds": self.finds}
 
     @staticmethod
     def from_json(d: dict) -> SearchState:
         return SearchState(d["generation"], d["spent"], d["elapsed_s"], Counter(d.get("failures", {})),
                            d.get("stalled", 0), list(d.get("repairs", [])), d.get("repair_uses", 0),
-                           d.get("screened_out", 0), d.get("raced", 0))
+                           d.get("screened_out", 0), d.get("raced", 0), list(d.get("finds", [])))
