@@ -81,9 +81,10 @@ def lineage(a: Archive, kernel_id: str, depth: int = 50) -> list[dict]:
         if row is None:
             continue
         parents = json.loads(row["parents_json"] or "[]")
-        best = next(a.db.query("select max(speedup) as s from evaluations where kernel_id = ?", [kid]))["s"]
+        best = next(a.db.query("select max(speedup) as s, max(backend = 'simulated') as sim from evaluations "
+                               "where kernel_id = ?", [kid]))
         out.append({"depth": d, "kernel_id": kid, "family": row["family"], "operator": row["operator"],
-                    "parents": parents, "best_speedup": best})
+                    "parents": parents, "best_speedup": best["s"], "backend": "simulated" if best["sim"] else "gpu"})
         frontier += [(p, d + 1) for p in parents]
     return out
 

@@ -60,7 +60,8 @@ def test_archive_commands(run_archive):
     shown = evo("archive", "show", str(run_archive), kid[:10])
     assert kid in shown and "extern \"C\" __global__" in shown and "registers" in shown and "MODELLED" in shown
     lineage = json.loads(evo("archive", "lineage", "--json", str(run_archive), kid))
-    assert lineage[0]["kernel_id"] == kid
+    assert lineage[0]["kernel_id"] == kid and lineage[0]["backend"] == "simulated"
+    assert "MODELLED" in evo("archive", "lineage", str(run_archive), kid)  # its speedups are modelled too
     other = elites[1]["kernel_id"]
     assert evo("archive", "diff", str(run_archive), kid, other).startswith("---") or kid == other
     json.loads(evo("archive", "failures", "--json", str(run_archive)))

@@ -101,3 +101,20 @@ def test_a_find_says_how_it_differs_from_the_shortlists_kernel():
     table = format_comparison({"shapes": [], "arms": {}, "finds": found})
     assert "197x768x3072" in table and "STAGES 5 -> 7" in table
     assert "no arm beat the shortlist" in format_comparison({"shapes": [], "arms": {}, "finds": []})
+
+
+def test_a_compare_refused_before_any_arm_leaves_no_folder(tmp_path, monkeypatch):
+    """A newcomer's `evo compare` without a GPU stopped with a clear error but left an empty folder."""
+    import pytest
+
+    from evo.core.errors import EvoError
+    from evo.search import compare
+
+    def refuse(*args):
+        raise EvoError("no NVIDIA GPU is visible here (test)")
+    monkeypatch.setattr(compare, "run_arm", refuse)
+    out = tmp_path / "runs" / "compare"
+    c, raw = compose(["evaluator=simulated", "shapes=inline", SHAPES, f"compare.out={out}"])
+    with pytest.raises(EvoError):
+        run_compare(c, raw)
+    assert not out.exists() and (tmp_path / "runs").exists()

@@ -104,6 +104,8 @@ def cmd_lineage(args) -> None:
         r["kernel"] = "  " * r["depth"] + r["kernel_id"][:12]
         r["parents"] = ", ".join(p[:12] for p in r["parents"])
     _emit(args, rows, ["kernel", "family", "operator", "best_speedup", "parents"])
+    if not args.json:  # the JSON rows carry their backend
+        _note_simulated(rows)
 
 
 def cmd_diff(args) -> None:

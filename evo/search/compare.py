@@ -336,6 +336,7 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
     """Run the arms not finished yet in `compare.out` (seed by seed), then tabulate every finished one.
     Returns the comparison (also written to `compare.out`/compare.json)."""
     out = Path(c.compare.out)
+    made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     plan = [(arm, 0) for arm in c.compare.arms if arm not in SEEDED]
@@ -343,11 +344,16 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
     if not c.compare.report_only:
         log.info(f"compare: {len(plan)} arm runs ({', '.join(f'{a}/{s}' for a, s in plan)}) of {c.compare.budget} "
                  f"evaluations on each of {len(shapes)} shapes, in {out}")
-        for arm, seed in plan:
-            if finished(archive_path(out, arm, seed)):
-                log.info(f"compare: {arm} (seed {seed}) already finished in {out}: kept")
-                continue
-            run_arm(c, arm, seed)
+        try:
+            for arm, seed in plan:
+                if finished(archive_path(out, arm, seed)):
+                    log.info(f"compare: {arm} (seed {seed}) already finished in {out}: kept")
+                    continue
+                run_arm(c, arm, seed)
+        except BaseException:
+            if made_out and not any(out.iterdir()):  # refused before any arm began (no GPU, ...): leave no folder
+                out.rmdir()
+            raise
     runs = [read_arm(archive_path(out, arm, seed), arm, seed) for arm, seed in plan
             if finished(archive_path(out, arm, seed))]
     _add_retimed(c, runs)
