@@ -228,15 +228,18 @@ class TimingSets:
             self.B = torch.empty(self.n, K, N, dtype=torch.float16, device=self.device)
             self.C = torch.empty(self.n, M, N, dtype=torch.float16, device=self.device)
             self._x = torch.zeros(N, dtype=torch.float16, device=self.device)  # x of the checks: zero between them
-        self.refresh(reference=checked)
+        self.refresh()
         if harness.stream is not None:
             harness.stream.synchronize()
         self._flush: torch.Tensor | None = None
 
-    def refresh(self, i: int | None = None, *, reference: bool = True) -> None:
+    def refresh(self, i: int | None = None, *, reference: bool | None = None) -> None:
         """Fresh random inputs and a NaN-poisoned output, for every set or for set i; then, with
-        `reference` (not for the libraries, which are not checked while timed), what the next check
-        compares with: A (B x) of these inputs, x drawn and erased again before any launch."""
+        `reference` (default: the sets are `checked`; the libraries' are not, as they are not checked
+        while timed), what the next check compares with: A (B x) of these inputs, x drawn and erased
+        again before any launch."""
+        if reference is None:
+            reference = self.checked
         pick = slice(None) if i is None else slice(i, i + 1)
         chosen = list(range(self.n)) if i is None else [i]
         with torch.cuda.stream(self.h.stream):
@@ -285,7 +288,7 @@ class TimingSets:
 
     def refresh_cold(self, i: int) -> None:
         """Refresh set i, then write twice the L2's size elsewhere, so its inputs come from memory."""
-        self.refresh(i, reference=self.checked)
+        self.refresh(i)
         if self._flush is None:
             self._flush = torch.empty(2 * self.h.info.l2_bytes, dtype=torch.uint8, device=self.device)
         with torch.cuda.stream(self.h.stream):
@@ -307,7 +310,7 @@ class TimingSets:
                 call(i % self.n)
             end.record(s)
             end.synchronize()
-        self.refresh(reference=self.checked)
+        self.refresh()
         return start.elapsed_time(end) / 3
 
     def check_outputs(self, *, full: bool = False, indices: list[int] | None = None) -> str | None:

@@ -167,14 +167,14 @@ def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, re
                     call(i)
 
         with steps.step("warm-up chunk (refresh, chunk, checks)"):
-            sets.refresh(reference=verify)
+            sets.refresh()
             chunk()  # warm-up, verified like the rest
             stream.synchronize()
             error = sets.check_outputs(full=True) if verify else None
         samples: list[float] = []
         clocks: list[tuple[float, bool]] = []
         if error is None:
-            samples, clocks, error = run_sealed(_SealedOps(sets, chunk, stream, clock, graph is not None, verify),
+            samples, clocks, error = run_sealed(_SealedOps(sets, chunk, stream, clock, graph is not None),
                                                 chunks=chunks, replays=replays, verify=verify,
                                                 give_up_ms=give_up_ms)
     if not samples:
@@ -186,12 +186,12 @@ class _SealedOps:
     """The GPU calls of a sealed replay (see evo.evaluation.sealed.run_sealed for their order)."""
 
     def __init__(self, sets, chunk: Callable[[], None], stream: torch.cuda.Stream, clock: ClockReader,
-                 graph: bool, verify: bool = True):
+                 graph: bool):
         self.sets, self.n, self._chunk, self.stream, self._clock = sets, sets.n, chunk, stream, clock
-        self.graph, self.verify = graph, verify
+        self.graph = graph
 
     def refresh(self) -> None:
-        self.sets.refresh(reference=self.verify)  # the reference of the checks: before the launches
+        self.sets.refresh()
 
     def timed_chunk(self) -> Callable[[], float]:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -226,7 +226,7 @@ def time_hot(call: Callable[[int], None], sets, *, launches: int, replays: int, 
     poison = lambda: sets.C[0].fill_(float("nan"))  # noqa: E731
     full, alone = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
     with torch.cuda.stream(stream):
-        sets.refresh(0, reference=verify)  # the final check's reference: these inputs, before any launch
+        sets.refresh(0)  # the final check's reference (sets.checked): these inputs, before any launch
         call(0)
         stream.synchronize()
         with torch.cuda.graph(full, stream=stream):
