@@ -47,9 +47,15 @@ def crossover_uniform(a: list[int], b: list[int], rng: random.Random, *, indpb: 
     return [y if rng.random() < indpb else x for x, y in zip(a, b)]
 
 
-def carry_options(parent: Candidate, child: Candidate) -> Candidate:
-    """The child with the parent's compile options (those its source can take)."""
-    opts = options_or_none(parent.source)
+def carry_options(parent: Candidate, child: Candidate, changed: dict | None = None) -> Candidate:
+    """The child with the parent's compile options (those its source can take), and `changed` on top
+    (an option's new value, or None where it is dropped)."""
+    opts = options_or_none(parent.source) or {}
+    for k, v in (changed or {}).items():
+        if v is None:
+            opts.pop(k, None)
+        else:
+            opts[k] = v
     if not opts:
         return child
     if "minblocks" in opts and not can_set_minblocks(child.source):
@@ -234,7 +240,7 @@ def _levers(source: str) -> list[str]:
     except OptionError:
         return []
     out = [k for k in OPTIONS if k not in ("minblocks", "maxrregcount")]
-    if can_set_minblocks(source) or "minblocks" in current:
+    if _can_take_option(source, current, "minblocks"):
         out.append("minblocks")
     if "__launch_bounds__" not in source:
         out.append("maxrregcount")
@@ -307,7 +313,7 @@ def remember(finds: list[dict], change: dict) -> list[dict]:
 
 def _can_take_option(source: str, options: dict, name: str) -> bool:
     """Whether an option can be set on this source: `minblocks` needs a one-argument
-    __launch_bounds__, or one that an earlier minblocks made two-argument (as _levers reads it)."""
+    __launch_bounds__, or one that an earlier minblocks made two-argument."""
     return name != "minblocks" or "minblocks" in options or can_set_minblocks(source)
 
 
@@ -332,15 +338,8 @@ def _replay_change(parent: Candidate, finds: list[dict], rng: random.Random) -> 
     params = family.repair(dict(here, **change["params"]), rng, keep=tuple(change["params"]))
     if change["params"] and not any(params.get(k) == v for k, v in change["params"].items()):
         return None  # the repair undid the change: what is left is not the find
-    made = carry_options(parent, family.candidate(params, operator="replay_change", parents=(parent.id,)))
-    options = options_or_none(made.source) or {}
-    for k, v in change["options"].items():
-        if v is None:
-            options.pop(k, None)
-        elif _can_take_option(made.source, options, k):
-            options[k] = v
-    child = Candidate.make(with_options(made.source, options), family=made.family, params=made.params,
-                           operator="replay_change", parents=made.parents)
+    child = carry_options(parent, family.candidate(params, operator="replay_change", parents=(parent.id,)),
+                          change["options"])
     return None if child.id == parent.id else child
 
 
