@@ -48,6 +48,9 @@ class Family:
         default=None, repr=False)
     #: a gene's values that the rest of `params` allows (default: its whole range), for neighbour steps
     _values_for: Callable[[str, Params], tuple[int, ...] | None] | None = field(default=None, repr=False)
+    #: a gene whose larger values only ever add to what a configuration needs (hopper's STAGES: shared
+    #: memory): invalid at one value means invalid at every larger one, so enumeration stops there
+    growing: str | None = None
 
     def values_for(self, key: str, params: Params) -> tuple[int, ...]:
         """The values of gene `key` that can be valid beside the other genes of `params` (a mutation's
@@ -108,8 +111,25 @@ class Family:
     def _enumerate_valid(self) -> tuple[Params, ...]:
         keys = list(self.space)
         parts = self._subspaces(self.space) if self._subspaces else [self.space]
-        combos = (dict(zip(keys, values)) for part in parts for values in itertools.product(*(part[k] for k in keys)))
-        return tuple(p for p in combos if self._problem(p) is None)
+        return tuple(p for part in parts for p in self._valid_in(part, keys))
+
+    def _valid_in(self, part: dict[str, tuple[int, ...]], keys: list[str]) -> list[Params]:
+        """The valid configurations of one product of values, in the product's order."""
+        if self.growing is None:
+            combos = (dict(zip(keys, values)) for values in itertools.product(*(part[k] for k in keys)))
+            return [p for p in combos if self._problem(p) is None]
+        # the growing gene innermost, ascending, up to its first invalid value; then the product's order
+        g, rest = self.growing, [k for k in keys if k != self.growing]
+        found = []
+        for values in itertools.product(*(part[k] for k in rest)):
+            base = dict(zip(rest, values))
+            for v in sorted(part[g]):
+                p = {k: v if k == g else base[k] for k in keys}
+                if self._problem(p) is not None:
+                    break
+                found.append(p)
+        index = {k: {v: i for i, v in enumerate(part[k])} for k in keys}
+        return sorted(found, key=lambda p: tuple(index[k][p[k]] for k in keys))
 
     def prepare(self) -> None:
         """Build the tables that `random` and `repair` read (every valid genome; for hopper several

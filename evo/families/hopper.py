@@ -168,12 +168,15 @@ def _subspaces(space: dict[str, tuple[int, ...]]) -> list[dict[str, tuple[int, .
 
 
 def _fit_stages(p: Params) -> Params | None:
-    """The deepest pipeline that fits (up to 7 stages without split-K, 5 with), or None. Measured on
-    the H200, the same kernels (same genome and compile options) paired by the third `evo compare`
-    (benchmarks/README.md): without split-K, 6 stages instead of 5 ran 4.6% faster (geomean of 49
-    pairs, none slower by 2%) and 7 stages 10.4% (19 pairs); with split-K over L2 atomics 6 and 7
-    stages were no faster (0.999, 0.986), and a shortlist sweep with 7 there lost 5% on 77x4096x4096."""
-    deepest = 7 if p["SPLIT_K"] == 1 else 5
+    """The deepest pipeline that fits, or None: up to 7 stages, but 5 with split-K unless it is over L2
+    with stages of at most 20 KB (BM + BN at most 160 rows of 64 k-values). Measured on the H200, the
+    same kernels paired in one run: without split-K, 6 stages ran 4.6% and 7 stages 10.4% faster than 5
+    (benchmarks/README.md, third `evo compare`); of 239 split-K picks over L2 of the llm_layers and
+    grid125 shortlists (benchmarks/session14), those with small stages ran 4.5% faster with the deepest
+    pipeline up to 7 (geomean of 89 pairs, 1 slower by 2%), the others no faster (0.998 over 150 pairs,
+    23 slower by 2%, down to 0.87). Cluster split-K stays at 5 (not measured again)."""
+    small_over_l2 = p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"] and p["BM"] + p["BN"] <= 160
+    deepest = 7 if p["SPLIT_K"] == 1 or small_over_l2 else 5
     for stages in range(deepest, 1, -1):
         q = dict(p, STAGES=stages)
         if _problem(q) is None:
@@ -338,7 +341,7 @@ HOPPER = Family(
                 "or a cluster adding over DSMEM), the last round's tiles split over K or shared out stream-K, one or "
                 "two CTAs per SM, "
                 "2-CTA clusters multicasting B",
-    space={"BM": SWAPPED_BM, "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": (2, 3, 4, 5, 6, 7),
+    space={"BM": SWAPPED_BM, "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": tuple(range(2, 17)),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
            "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16),
            "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2), "FIXUP": (0, 1)},
@@ -351,5 +354,6 @@ HOPPER = Family(
     _suggest=_suggest,
     later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0, "FIXUP": 0},
     _subspaces=_subspaces,
+    growing="STAGES",  # only the shared memory check reads it
     _values_for=lambda key, p: (SWAPPED_BM if p["SWAP_AB"] else PLAIN_BM) if key == "BM" else None,
 )

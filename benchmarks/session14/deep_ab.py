@@ -1,0 +1,114 @@
+"""Pipelines deeper than 7 stages as pairs (issue 13): the library's kernels on the shapes the hopper family
+cannot reach run 6 to 16 stages (session14 run_b, ncu: nvjet 64x32 tiles with 16 stages on 64x4096x4096,
+64x64 with 13 on 1024x256x16384). For every shape of the given sets, the first PICKS hopper shortlist picks
+whose pipeline can go deeper than it is (up to 16 stages in 227 KB of shared memory) against the same
+configuration with the deepest pipeline that fits, evaluated side by side in one evaluator run, libraries
+in the same run, no racing. Prints the pairs by tile and split and writes them as JSON (pairs.json).
+
+    python benchmarks/session14/deep_ab.py --sets llm_layers grid125 --picks 3 --out /tmp/deep
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from evo.archive import Archive
+from evo.config import EvaluatorConfig
+from evo.core.shapes import Shape, build_shape_set
+from evo.evaluation.evaluator import Evaluator
+from evo.families import FAMILIES
+from evo.families.hopper import _problem
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "shapes"
+DEEPEST = 16
+
+
+def shapes_of(name: str) -> list[Shape]:
+    c = OmegaConf.load(CONF / f"{name}.yaml")
+    return build_shape_set(listed=list(c.get("list", [])), grid=list(c.get("grid", [])))
+
+
+def deepest(p: dict) -> dict | None:
+    for stages in range(DEEPEST, p["STAGES"], -1):
+        q = dict(p, STAGES=stages)
+        if _problem(q) is None:
+            return q
+    return None
+
+
+def kind(p: dict) -> str:
+    split = ("split-K" if p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"] else "cluster split" if p["SPLIT_K"] > 1
+             else "tail split" if p["TAIL_SPLIT"] > 1 else "no split")
+    return f"{p['BM']}x{p['BN']} {split}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sets", nargs="+", default=["llm_layers", "grid125"])
+    ap.add_argument("--picks", type=int, default=3)
+    ap.add_argument("--out", default="/tmp/deep")
+    ap.add_argument("--backend", default="gpu", help="simulated: a CPU dry run of the script (modelled times)")
+    ap.add_argument("--budget-s", type=float, default=0, help="stop queueing results after this (0: none)")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fam = FAMILIES["hopper"]
+    jobs, meta = [], {}
+    for name in args.sets:
+        for shape in shapes_of(name):
+            n = 0
+            for p in fam.suggest(shape.M, shape.N, shape.K, limit=24):
+                q = deepest(p)
+                if q is None or not fam.candidate(q).declaration.supports(shape):
+                    continue
+                a, b = fam.candidate(p), fam.candidate(q)
+                jobs += [(a, shape), (b, shape)]
+                meta.setdefault((a.id, shape), []).append((p, q["STAGES"], "base"))
+                meta.setdefault((b.id, shape), []).append((p, q["STAGES"], "other"))
+                n += 1
+                if n == args.picks:
+                    break
+    print(f"{len(jobs)} evaluations ({len(jobs) // 2} pairs)", flush=True)
+    archive = Archive.open(out / "deep.sqlite")
+    run = archive.start_run(kind="bench", config={"script": "deep_ab.py", **vars(args)}, seed=0, backend=args.backend)
+    cfg = EvaluatorConfig(backend=args.backend, draws=2, replays=3, target_replay_ms=10, cache_dir="/tmp/evo-cache")
+    ev = Evaluator(cfg, archive=archive, run_id=run).start()
+    times: dict = defaultdict(dict)
+    t0 = time.time()
+    try:
+        for e in ev.evaluate(jobs, race=False):
+            for base, stages, which in meta[(e.kernel_id, e.shape)]:
+                key = (str(e.shape), json.dumps(base, sort_keys=True), stages)
+                times[key][which] = e.time_ms if e.ok else None
+                times[key]["lib"] = e.best_library_ms
+            if args.budget_s and time.time() - t0 > args.budget_s:
+                print("budget reached: stopping", flush=True)
+                break
+    finally:
+        ev.close()
+    rows = []
+    for (shape, base_json, stages), t in times.items():
+        base = json.loads(base_json)
+        if t.get("base") and t.get("other"):
+            rows.append({"shape": shape, "kind": kind(base), "base": base, "stages": stages, "ratio": t["base"] / t["other"],
+                         "base_ms": t["base"], "other_ms": t["other"], "lib_ms": t.get("lib")})
+    (out / "pairs.json").write_text(json.dumps(rows, indent=1))
+    by = defaultdict(list)
+    for r in rows:
+        by[r["kind"]].append(r["ratio"])
+    if args.backend != "gpu":
+        print("SIMULATED (the CPU test double's modelled times, not measurements)")
+    print(f"{'tile, split':<28} {'pairs':>5} {'geomean base/deepest':>20} {'min':>6} {'max':>6} {'deepest slower by >2%':>21}")
+    for k, g in sorted(by.items(), key=lambda kv: -len(kv[1])):
+        gm = math.exp(sum(map(math.log, g)) / len(g))
+        print(f"{k:<28} {len(g):>5} {gm:>20.3f} {min(g):>6.3f} {max(g):>6.3f} {sum(x < 0.98 for x in g):>21}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""A shortlist rule for pipelines deeper than 7 stages, measured as a shortlist (NEXT.md item 2): on
+every shape of one shape set, the shortlist sweep as main makes it (24 picks) and the same sweep with
+each hopper pick whose stages are at most 20 KB and whose work items run at least 64 k-steps followed
+by its variant with the deepest pipeline that fits (up to 16; run_c's pairs: 1.066x over 71 such picks,
+11 slower by 2%), cut to the same 24 picks. The union is evaluated side by side in one evaluator run,
+libraries in the same run, no racing; each shortlist's per-shape best is read from those same
+measurements. Prints both sweeps' geomean against the best library by FLOP bucket, and the shapes
+where they differ; writes the per-shape figures as JSON.
+
+    python benchmarks/session14/shortlist_ab.py --set llm_layers --out /tmp/sab
+    python benchmarks/session14/shortlist_ab.py --set llm_layers --out /tmp/sab --backend simulated   # CPU dry run
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from evo.archive import Archive
+from evo.config import EvaluatorConfig
+from evo.evaluation.evaluator import Evaluator
+from evo.families import FAMILIES
+from evo.families.hopper import _problem
+from evo.search.sweep import plan
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from deep_ab import shapes_of  # noqa: E402
+
+DEEPEST = 16
+
+
+def deep_variant(p: dict, K: int) -> dict | None:
+    """p with the deepest pipeline that fits up to 16, where p's stages are small and its items long."""
+    parts = p["SPLIT_K"] if p["SPLIT_K"] > 1 else 1
+    if p["BM"] + p["BN"] > 160 or -(-K // 64) // parts < 64:
+        return None
+    for stages in range(DEEPEST, p["STAGES"], -1):
+        q = dict(p, STAGES=stages)
+        if _problem(q) is None:
+            return q
+    return None
+
+
+def with_deep_variants(suggest):
+    """A hopper `_suggest` that follows each qualifying pick with its deep variant."""
+    def wrapped(M, N, K, num_sms):
+        out = []
+        for p in suggest(M, N, K, num_sms):
+            out.append(p)
+            q = deep_variant(p, K)
+            if q is not None:
+                out.append(q)
+        return out
+    return wrapped
+
+
+def shortlists(shape, budget: int, num_sms: int = 132) -> tuple[list, list]:
+    families = sorted(FAMILIES)
+    rng = random.Random(0)
+    old = plan(families, shape, budget=budget, sample="shortlist", rng=rng, num_sms=num_sms)
+    hopper = FAMILIES["hopper"]
+    FAMILIES["hopper"] = dataclasses.replace(hopper, _suggest=with_deep_variants(hopper._suggest))
+    try:
+        new = plan(families, shape, budget=budget, sample="shortlist", rng=rng, num_sms=num_sms)
+    finally:
+        FAMILIES["hopper"] = hopper
+    return old, new
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", default="llm_layers")
+    ap.add_argument("--budget", type=int, default=24)
+    ap.add_argument("--out", default="/tmp/sab")
+    ap.add_argument("--backend", default="gpu", help="simulated: a CPU dry run of the script (modelled times)")
+    ap.add_argument("--budget-s", type=float, default=0, help="stop queueing results after this (0: none)")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lists, jobs, seen = {}, [], set()
+    for shape in shapes_of(args.set):
+        old, new = shortlists(shape, args.budget)
+        lists[shape] = ({c.id for c in old}, {c.id for c in new})
+        for c in old + new:
+            if (c.id, shape) not in seen:
+                seen.add((c.id, shape))
+                jobs.append((c, shape))
+    changed = sum(o != n for o, n in lists.values())
+    print(f"{len(jobs)} evaluations on {len(lists)} shapes; the shortlists differ on {changed}", flush=True)
+    archive = Archive.open(out / f"{args.set}.sqlite")
+    run = archive.start_run(kind="bench", config={"script": "shortlist_ab.py", **vars(args)}, seed=0,
+                            backend=args.backend)
+    cfg = EvaluatorConfig(backend=args.backend, draws=2, replays=3, target_replay_ms=10, cache_dir="/tmp/evo-cache")
+    ev = Evaluator(cfg, archive=archive, run_id=run).start()
+    times: dict = defaultdict(dict)
+    lib: dict = {}
+    t0 = time.time()
+    try:
+        for e in ev.evaluate(jobs, race=False):
+            if e.ok:
+                times[e.shape][e.kernel_id] = e.time_ms
+                lib[e.shape] = e.best_library_ms
+            if args.budget_s and time.time() - t0 > args.budget_s:
+                print("budget reached: stopping", flush=True)
+                break
+    finally:
+        ev.close()
+    rows = []
+    for shape, (old, new) in lists.items():
+        t = times.get(shape, {})
+        best_old = min((t[k] for k in old if k in t), default=None)
+        best_new = min((t[k] for k in new if k in t), default=None)
+        if best_old and best_new and lib.get(shape):
+            rows.append({"shape": str(shape), "bucket": shape.bucket, "lib_ms": lib[shape],
+                         "main": lib[shape] / best_old, "deep": lib[shape] / best_new})
+    (out / f"{args.set}_shortlist_ab.json").write_text(json.dumps(rows, indent=1))
+    if args.backend != "gpu":
+        print("SIMULATED (the CPU test double's modelled times, not measurements)")
+    gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
+    by = defaultdict(list)
+    for r in rows:
+        by[r["bucket"]].append(r)
+    print(f"{'FLOP bucket':<14} {'shapes':>6} {'main vs lib':>11} {'deep vs lib':>11} {'min main':>8} {'min deep':>8}")
+    for b, rs in list(by.items()) + [("all", rows)]:
+        print(f"{b:<14} {len(rs):>6} {gm([r['main'] for r in rs]):>11.3f} {gm([r['deep'] for r in rs]):>11.3f} "
+              f"{min(r['main'] for r in rs):>8.3f} {min(r['deep'] for r in rs):>8.3f}")
+    for r in sorted(rows, key=lambda r: r["deep"] / r["main"]):
+        if abs(r["deep"] / r["main"] - 1) > 0.01:
+            print(f"  {r['shape']:<18} main {r['main']:.3f} deep {r['deep']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
