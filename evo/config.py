@@ -176,7 +176,7 @@ class CompareConfig:
 
 
 #: the arms `evo compare` knows (evo.search.compare implements exactly these)
-COMPARE_ARMS = ("search", "shortlist", "random_tc", "uniform", "screened", "unscreened", "no_prior")
+COMPARE_ARMS = ("search", "shortlist", "random_tc", "uniform", "screened", "unscreened", "no_prior", "replay")
 
 
 @dataclass

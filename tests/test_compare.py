@@ -69,14 +69,16 @@ def test_each_arm_gets_the_same_budget_and_its_own_archive(tmp_path):
     from evo.search.compare import arm_config
     c, _ = compose(["evaluator=simulated", "shapes=inline", SHAPES, "compare.budget=5", f"compare.out={tmp_path}"])
     arms = {arm: arm_config(c, arm, 1)
-            for arm in ("search", "uniform", "screened", "unscreened", "shortlist", "random_tc", "no_prior")}
+            for arm in ("search", "uniform", "screened", "unscreened", "shortlist", "random_tc", "no_prior", "replay")}
     assert {a.search.max_evaluations for a in arms.values()} == {10} and {a.sweep.budget for a in arms.values()} == {5}
     assert arms["uniform"].mutator.policy == "uniform" and arms["search"].mutator.policy == "reinforce"
     assert arms["screened"].search.screen_factor == 3 == arms["search"].search.screen_factor
     assert arms["unscreened"].search.screen_factor == 1
     assert arms["no_prior"].search.cost_prior == "off" and arms["search"].search.cost_prior == "auto"
     assert arms["shortlist"].sweep.sample == "shortlist" and arms["random_tc"].sweep.sample == "random"
-    assert len({a.archive.path for a in arms.values()}) == 7
+    assert arms["replay"].mutator.structural == [*arms["search"].mutator.structural, "replay_change"]
+    assert "replay_change" not in arms["search"].mutator.structural
+    assert len({a.archive.path for a in arms.values()}) == 8
 
 
 def test_a_find_says_how_it_differs_from_the_shortlists_kernel():

@@ -75,7 +75,8 @@ HELP = {
          ("compare.arms=[search,shortlist,random_tc,uniform]", "the arms to run (+ unscreened: the search without "
                                                                "the cost model screening children; + no_prior: "
                                                                "without the model's prior; + screened: at least "
-                                                               "search.screen_factor=3)"),
+                                                               "search.screen_factor=3; + replay: with the "
+                                                               "replay_change operator)"),
          ("compare.report_only=true", "only tabulate the finished arms in compare.out"),
          ("shapes=NAME", "shape set")),
         ("evo compare shapes=llm_layers compare.budget=24 llm=none compare.out=runs/compare24",)),

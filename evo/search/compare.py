@@ -16,6 +16,9 @@ own archive under `compare.out` (so GPU outputs can be kept, and a stopped compa
                (search.cost_prior=off: seeds in the shortlist's heuristic
                order, picks too until the run's own model has 12
                measurements; not in the default arms)
+    replay     the search with the replay_change operator added           replay.seed{n}.sqlite
+               (finds on one shape tried on the others; not in the
+               default arms)
 
 The table gives, per shape and arm, the per-shape best time's ratio to the shortlist sweep's
 (shortlist time / arm time: > 1 is faster than the shortlist) and the speedup over the best library,
@@ -50,9 +53,9 @@ from evo.search.retime import bests, retime, stored
 
 log = logging.getLogger(__name__)
 
-SEEDED = ("search", "uniform", "random_tc", "screened", "unscreened", "no_prior")
-SEARCHES = ("search", "uniform", "screened", "unscreened", "no_prior")
-ORDER = ("search", "screened", "unscreened", "no_prior", "uniform", "random_tc", "shortlist")
+SEEDED = ("search", "uniform", "random_tc", "screened", "unscreened", "no_prior", "replay")
+SEARCHES = ("search", "uniform", "screened", "unscreened", "no_prior", "replay")
+ORDER = ("search", "screened", "unscreened", "no_prior", "replay", "uniform", "random_tc", "shortlist")
 REFERENCE = "shortlist"
 FIND_MIN = 1.01  # an arm's best this much faster than the shortlist's is listed as a find (beyond timing noise)
 TENSOR_CORE = ["ampere", "hopper"]
@@ -93,6 +96,8 @@ def arm_config(c: EvoConfig, arm: str, seed: int) -> EvoConfig:
         a.search.screen_factor = 1
     if arm == "no_prior":
         a.search.cost_prior = "off"
+    if arm == "replay" and "replay_change" not in a.mutator.structural:
+        a.mutator.structural = [*a.mutator.structural, "replay_change"]
     a.sweep.budget = c.compare.budget
     a.sweep.sample = "shortlist" if arm == "shortlist" else "random"
     a.family = None
