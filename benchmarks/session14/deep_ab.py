@@ -5,6 +5,10 @@ whose pipeline can go deeper than it is (up to 16 stages in 227 KB of shared mem
 configuration with the deepest pipeline that fits, evaluated side by side in one evaluator run, libraries
 in the same run, no racing. Prints the pairs by tile and split and writes them as JSON (pairs.json).
 
+With `--variant pair` (NEXT.md item 4, after `git apply benchmarks/session14/cluster_splitk.patch`): the
+first PICKS split-K picks over L2 whose configuration is also valid as a multicast pair (CLUSTER_M=2: CTA
+pairs on neighbouring M tiles sharing B), against that pair; the "stages" column then reads 2 (the pair).
+
     python benchmarks/session14/deep_ab.py --sets llm_layers grid125 --picks 3 --out /tmp/deep
 """
 from __future__ import annotations
@@ -42,6 +46,17 @@ def deepest(p: dict) -> dict | None:
     return None
 
 
+def pair(p: dict) -> dict | None:
+    """p as a multicast pair (CLUSTER_M=2), where p is split-K over L2 and the pair is valid."""
+    if p["CLUSTER_M"] != 1 or p["SPLIT_K"] == 1 or p["SPLIT_CLUSTER"]:
+        return None
+    q = dict(p, CLUSTER_M=2)
+    return q if _problem(q) is None else None
+
+
+VARIANTS = {"deep": deepest, "pair": pair}
+
+
 def kind(p: dict) -> str:
     split = ("split-K" if p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"] else "cluster split" if p["SPLIT_K"] > 1
              else "tail split" if p["TAIL_SPLIT"] > 1 else "no split")
@@ -55,6 +70,7 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/deep")
     ap.add_argument("--backend", default="gpu", help="simulated: a CPU dry run of the script (modelled times)")
     ap.add_argument("--budget-s", type=float, default=0, help="stop queueing results after this (0: none)")
+    ap.add_argument("--variant", default="deep", choices=list(VARIANTS))
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -64,13 +80,14 @@ def main() -> None:
         for shape in shapes_of(name):
             n = 0
             for p in fam.suggest(shape.M, shape.N, shape.K, limit=24):
-                q = deepest(p)
+                q = VARIANTS[args.variant](p)
                 if q is None or not fam.candidate(q).declaration.supports(shape):
                     continue
                 a, b = fam.candidate(p), fam.candidate(q)
                 jobs += [(a, shape), (b, shape)]
-                meta.setdefault((a.id, shape), []).append((p, q["STAGES"], "base"))
-                meta.setdefault((b.id, shape), []).append((p, q["STAGES"], "other"))
+                label = q["STAGES"] if args.variant == "deep" else q["CLUSTER_M"]
+                meta.setdefault((a.id, shape), []).append((p, label, "base"))
+                meta.setdefault((b.id, shape), []).append((p, label, "other"))
                 n += 1
                 if n == args.picks:
                     break
@@ -104,7 +121,7 @@ def main() -> None:
         by[r["kind"]].append(r["ratio"])
     if args.backend != "gpu":
         print("SIMULATED (the CPU test double's modelled times, not measurements)")
-    print(f"{'tile, split':<28} {'pairs':>5} {'geomean base/deepest':>20} {'min':>6} {'max':>6} {'deepest slower by >2%':>21}")
+    print(f"{'tile, split':<28} {'pairs':>5} {'geomean base/variant':>20} {'min':>6} {'max':>6} {'variant slower by >2%':>21}")
     for k, g in sorted(by.items(), key=lambda kv: -len(kv[1])):
         gm = math.exp(sum(map(math.log, g)) / len(g))
         print(f"{k:<28} {len(g):>5} {gm:>20.3f} {min(g):>6.3f} {max(g):>6.3f} {sum(x < 0.98 for x in g):>21}")
