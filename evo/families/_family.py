@@ -129,6 +129,7 @@ class Family:
                     break
                 found.append(p)
         index = {k: {v: i for i, v in enumerate(part[k])} for k in keys}
+        assert all(len(index[k]) == len(part[k]) for k in keys), "a gene lists a value twice"  # else not the product's order
         return sorted(found, key=lambda p: tuple(index[k][p[k]] for k in keys))
 
     def prepare(self) -> None:
