@@ -120,3 +120,32 @@ def test_a_compare_refused_before_any_arm_leaves_no_folder(tmp_path, monkeypatch
     with pytest.raises(EvoError):
         run_compare(c, raw)
     assert not out.exists() and (tmp_path / "runs").exists()
+
+
+def test_compare_shows_what_the_operator_policy_learned():
+    """The learned policy's final probabilities per operator (weighted by each context's uses, with
+    the least and largest over contexts), read from a search's saved policy state; a uniform policy's
+    are all 1 / operators."""
+    from evo.mutators.policy import OperatorPolicy
+    from evo.search.compare import ArmRun, _format_policy, _policy_over_seeds, learned_policy
+    ops = ["mutate_one", "mutate_many", "next_pick"]
+    policy = OperatorPolicy(ops)
+    for _ in range(30):
+        policy.update("1-10 GFLOP|hopper", "mutate_many", -0.5)
+        policy.update("1-10 GFLOP|hopper", "next_pick", 0.3)
+    policy.update("<1 GFLOP|skinny", "mutate_one", 0.1)
+    probs, weights = learned_policy(policy.state() | {"kind": "reinforce", "operators": ops})
+    assert weights == [60, 1]  # contexts in sorted order: "1-10 GFLOP|hopper", "<1 GFLOP|skinny"
+    assert probs["mutate_many"][0] < 1 / 3 < probs["next_pick"][0]
+    run = ArmRun("search", 0, policy=probs, policy_weights=weights)
+    table = _policy_over_seeds([run])
+    assert table["mutate_many"]["min"] == min(probs["mutate_many"])
+    assert abs(table["next_pick"]["mean"] - (60 * probs["next_pick"][0] + probs["next_pick"][1]) / 61) < 1e-12
+    uniform = OperatorPolicy(ops, kind="uniform")
+    uniform.update("1-10 GFLOP|hopper", "mutate_many", -0.5)
+    flat, _ = learned_policy(uniform.state())
+    assert all(p == [1 / 3] for p in flat.values())
+    text = _format_policy({"arms": {"search": {"policy": table}, "uniform": {"policy": _policy_over_seeds(
+        [ArmRun("uniform", 0, policy=flat, policy_weights=[1])])}}}, ["search", "uniform"])
+    assert "uniform: 0.33" in text and "0.33 [0.33-0.33]" in text and "next_pick" in text
+    assert learned_policy(None) == ({}, [])  # an archive without a policy (a sweep)

@@ -49,6 +49,7 @@ from evo.core.compile_options import options_or_none
 from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import Shape, build_shape_set
 from evo.core.summary import geomean
+from evo.mutators.policy import OperatorPolicy
 from evo.search.retime import bests, retime, stored
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,8 @@ class ArmRun:
     retimed_ms: dict[Shape, float] = field(default_factory=dict)  # the best kernel timed again (retime.py)
     evaluations: int = 0
     operators: dict[str, dict] = field(default_factory=dict)  # per operator: uses, new shape bests, ...
+    policy: dict[str, list[float]] = field(default_factory=dict)  # per operator: its final probability per context
+    policy_weights: list[int] = field(default_factory=list)  # the contexts' uses, in the same order
     genome: dict[Shape, dict] = field(default_factory=dict)  # the best kernel's family, genes, options, operator
 
 
@@ -144,11 +147,25 @@ def read_arm(path: Path, arm: str, seed: int) -> ArmRun:
             r.genome[shape] = _genome(a, row["kernel_id"])
         trace = evaluation_trace(a, run["id"])
         r.operators = operator_use(a, run["id"])
+        r.policy, r.policy_weights = learned_policy(a.get_state(run["id"], "policy"))
     finally:
         a.close()
     r.evaluations = len(trace)
     r.to_95 = evaluations_to_95(trace, r.speedup)
     return r
+
+
+def learned_policy(state: dict | None) -> tuple[dict[str, list[float]], list[int]]:
+    """A search's operator probabilities at its end, per operator one per context it used, and each
+    context's uses (what REINFORCE learned; a uniform policy's are all 1 / operators)."""
+    if not state or not state.get("operators"):
+        return {}, []
+    policy = OperatorPolicy(list(state["operators"]), kind=state.get("kind", "reinforce"))
+    policy.load(state)
+    snapshot = policy.snapshot()
+    contexts = sorted(snapshot)
+    return ({op: [snapshot[c][op] for c in contexts] for op in policy.operators},
+            [sum(policy.uses[c].values()) for c in contexts])
 
 
 def _genome(a: Archive, kernel_id: str) -> dict:
@@ -246,7 +263,8 @@ def comparison(runs: list[ArmRun], shapes: list[Shape]) -> dict:
                                "geomean_vs_shortlist_retimed": [g for g in geo_retimed if g],
                                "geomean_vs_library": [g for g in geo_speedup if g],
                                "mean_evaluations_to_95": to95, "evaluations": [r.evaluations for r in mine],
-                               "operators": _operators_over_seeds(mine)}
+                               "operators": _operators_over_seeds(mine),
+                               "policy": _policy_over_seeds(mine)}
     return result
 
 
@@ -264,6 +282,32 @@ def _operators_over_seeds(runs: list[ArmRun]) -> dict[str, dict]:
     for tot in out.values():
         tot["mean_speedup"] = tot.pop("speedup_sum") / tot["ok"] if tot["ok"] else None
     return out
+
+
+def _policy_over_seeds(runs: list[ArmRun]) -> dict[str, dict]:
+    """Per operator, over an arm's seeds and contexts: the final probability's mean weighted by the
+    contexts' uses, and its least and largest value in any context."""
+    out: dict[str, dict] = {}
+    for op in sorted({op for r in runs for op in r.policy}):
+        pairs = [(p, w) for r in runs for p, w in zip(r.policy.get(op, []), r.policy_weights)]
+        if pairs and sum(w for _, w in pairs):
+            out[op] = {"mean": sum(p * w for p, w in pairs) / sum(w for _, w in pairs),
+                       "min": min(p for p, _ in pairs), "max": max(p for p, _ in pairs)}
+    return out
+
+
+def _format_policy(result: dict, searches: list[str]) -> str:
+    """What the operator policy learned: each operator's final probability per arm (weighted mean
+    over contexts [least-largest]), beside uniform's 1 / operators."""
+    learned = {a: result["arms"][a].get("policy") or {} for a in searches}
+    ops = sorted({op for table in learned.values() for op in table})
+    if not ops:
+        return ""
+    rows = [[op] + [f"{t['mean']:.2f} [{t['min']:.2f}-{t['max']:.2f}]" if (t := learned[a].get(op)) else "-"
+                    for a in searches] for op in ops]
+    return (f"\n\nthe operator policy at the end of each search (probability, mean over contexts weighted by "
+            f"uses [least-largest]; uniform: {1 / len(ops):.2f})\n"
+            + tabulate(rows, headers=["operator"] + searches, disable_numparse=True))
 
 
 def format_comparison(result: dict) -> str:
@@ -292,7 +336,7 @@ def format_comparison(result: dict) -> str:
     return (tabulate(rows, headers=headers, disable_numparse=True, stralign="right")
             + "\n\n" + tabulate(to95, headers=["arm", "evals on a shape to 95% of its best (mean)",
                                                "evaluations per seed"], disable_numparse=True) + operators
-            + _format_finds(result.get("finds")))
+            + _format_policy(result, searches) + _format_finds(result.get("finds")))
 
 
 def _format_finds(found: list[dict] | None) -> str:
