@@ -92,6 +92,9 @@ def main() -> None:
                 if n == args.picks:
                     break
     print(f"{len(jobs)} evaluations ({len(jobs) // 2} pairs)", flush=True)
+    if not jobs:
+        raise SystemExit("no pick has such a variant" + (": multicast pairs with split-K need "
+                         "`git apply benchmarks/session14/cluster_splitk.patch` first" if args.variant == "pair" else ""))
     archive = Archive.open(out / "deep.sqlite")
     run = archive.start_run(kind="bench", config={"script": "deep_ab.py", **vars(args)}, seed=0, backend=args.backend)
     cfg = EvaluatorConfig(backend=args.backend, draws=2, replays=3, target_replay_ms=10, cache_dir="/tmp/evo-cache")

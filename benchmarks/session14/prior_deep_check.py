@@ -7,7 +7,9 @@ and measured geomean of pick / deepest, and the correlation of predicted and mea
 
     python benchmarks/session14/prior_deep_check.py
 """
+import argparse
 import json
+import logging
 import lzma
 import math
 import tempfile
@@ -57,6 +59,8 @@ def score(prior, pairs) -> str:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    logging.disable(logging.WARNING)  # the shipped prior's sources are old gzipped archives: read as they are
     pairs = json.load(lzma.open(HERE / "run_c" / "pairs.json.xz"))
     with tempfile.TemporaryDirectory() as tmp:
         deep = unpacked(HERE / "run_c" / "deep.sqlite.xz", Path(tmp))

@@ -124,12 +124,18 @@ def main() -> None:
     (out / f"{args.set}_shortlist_ab.json").write_text(json.dumps(rows, indent=1))
     if args.backend != "gpu":
         print("SIMULATED (the CPU test double's modelled times, not measurements)")
+    if len(rows) < len(lists):
+        print(f"{len(lists) - len(rows)} of {len(lists)} shapes left out: not every configuration of both lists "
+              "was measured there (the budget cut the run, or a configuration failed)")
+    if not rows:
+        return
     gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
     by = defaultdict(list)
     for r in rows:
         by[r["bucket"]].append(r)
     print(f"{'FLOP bucket':<14} {'shapes':>6} {'main vs lib':>11} {'deep vs lib':>11} {'min main':>8} {'min deep':>8}")
-    for b, rs in list(by.items()) + [("all", rows)]:
+    order = ["<1 GFLOP", "1-10 GFLOP", "10-100 GFLOP", "0.1-1 TFLOP", ">=1 TFLOP"]
+    for b, rs in sorted(by.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99) + [("all", rows)]:
         print(f"{b:<14} {len(rs):>6} {gm([r['main'] for r in rs]):>11.3f} {gm([r['deep'] for r in rs]):>11.3f} "
               f"{min(r['main'] for r in rs):>8.3f} {min(r['deep'] for r in rs):>8.3f}")
     for r in sorted(rows, key=lambda r: r["deep"] / r["main"]):

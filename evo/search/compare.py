@@ -325,8 +325,12 @@ def format_comparison(result: dict) -> str:
     if any(result["arms"][a].get("geomean_vs_shortlist_retimed") for a in others):
         rows.append(["re-timed"] + [spread(result["arms"][a]["geomean_vs_shortlist_retimed"]) for a in others]
                     + ["" for _ in arms])
+    # the shortlist evaluates all its picks, which on some shapes are fewer than the budget
+    most = max((n for a in others for n in result["arms"][a]["evaluations"]), default=0)
+    fewer = {a: " (all its picks: fewer than the budget on some shapes)"
+             for a in arms if a == REFERENCE and max(result["arms"][a]["evaluations"], default=most) < most}
     to95 = [[a, f"{statistics.mean(v):.1f}" if (v := result["arms"][a]["mean_evaluations_to_95"]) else "-",
-             ", ".join(map(str, result["arms"][a]["evaluations"]))] for a in arms]
+             ", ".join(map(str, result["arms"][a]["evaluations"])) + fewer.get(a, "")] for a in arms]
     searches = [a for a in arms if a in SEARCHES]
     ops = sorted({op for a in searches for op in result["arms"][a].get("operators", {})})
     use_rows = [[op] + [_operator_cell(result["arms"][a].get("operators", {}).get(op)) for a in searches] for op in ops]
