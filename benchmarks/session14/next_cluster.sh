@@ -2,7 +2,7 @@
 # For the next GPU session (NEXT.md item 4), one H200, ~5 minutes: multicast pairs with split-K over L2,
 # built after this session's GPU time and not yet run on a GPU. First, on the CPU side:
 #   git apply benchmarks/session14/cluster_splitk.patch   (then build the evo wheel from the working tree)
-# Then: (1) the GPU tests of hopper's variants, three of them multicast pairs with split-K (atomics and
+# Then: (1) the GPU tests of hopper's variants, five of them multicast pairs with split-K (atomics and
 # ordered partials) on odd shapes; (2) the split-K picks of llm_layers and grid125 that are also valid as
 # pairs, against those pairs (deep_ab.py --variant pair, 566 evaluations), every evaluation checked
 # for correctness. Ship the patch only if (1) passes, every pair is correct, and pairs gain broadly.
