@@ -347,7 +347,8 @@ def _format_finds(found: list[dict] | None) -> str:
     if found is None:
         return ""
     if not found:
-        return f"\n\nno arm beat the shortlist's best on any shape by {FIND_MIN - 1:.0%} or more"
+        return (f"\n\nno arm beat the shortlist's best on any shape by {FIND_MIN - 1:.0%} or more (a seed's own ratio, "
+                f"at least {FIND_MIN:.2f} before rounding; the table above shows the geomean over seeds)")
     rows = [[f["shape"], f"{f['arm']} {f['seed']}", f"{f['vs_shortlist']:.3f}" + ("" if f["retimed"] else " *"),
              f["operator"] or "-", f["changes"]] for f in found]
     return (f"\n\nwhere an arm beat the shortlist's best by {FIND_MIN - 1:.0%} or more (re-timed; * as found), and "
