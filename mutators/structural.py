@@ -288,6 +288,9 @@ def _revert_gene(failed: Candidate, parent: Candidate, rng: random.Random) -> Ca
 
 
 MAX_FINDS = 32  # the changes replay_change draws from: the most recent new bests
+#: a kernel this much faster than the best it is compared with is a find (beyond timing noise): a search's
+#: child against its shape's best (replay_change's finds), an `evo compare` arm against the shortlist
+FIND_GAIN = 1.01
 
 
 def gene_change(parent: Candidate, child: Candidate) -> dict | None:

@@ -50,6 +50,7 @@ from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import Shape, build_shape_set
 from evo.core.summary import geomean
 from evo.mutators.policy import OperatorPolicy
+from evo.mutators.structural import FIND_GAIN
 from evo.search.retime import bests, retime, stored
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,6 @@ SEEDED = ("search", "uniform", "random_tc", "screened", "unscreened", "no_prior"
 SEARCHES = ("search", "uniform", "screened", "unscreened", "no_prior", "replay")
 ORDER = ("search", "screened", "unscreened", "no_prior", "replay", "uniform", "random_tc", "shortlist")
 REFERENCE = "shortlist"
-FIND_MIN = 1.01  # an arm's best this much faster than the shortlist's is listed as a find (beyond timing noise)
 TENSOR_CORE = ["ampere", "hopper"]
 
 
@@ -194,7 +194,7 @@ def genome_changes(ref: dict, found: dict) -> str:
 
 
 def finds(runs: list[ArmRun], shapes: list[Shape]) -> list[dict]:
-    """Every (arm, seed, shape) whose best beat the shortlist's by FIND_MIN or more (re-timed where both
+    """Every (arm, seed, shape) whose best beat the shortlist's by FIND_GAIN or more (re-timed where both
     were), with how its kernel differs from the shortlist's: what the searches found that the
     shortlist lacks, best first."""
     ref = next((r for r in runs if r.arm == REFERENCE), None)
@@ -205,7 +205,7 @@ def finds(runs: list[ArmRun], shapes: list[Shape]) -> list[dict]:
         for s in shapes:
             both_retimed = s in ref.retimed_ms and s in r.retimed_ms
             mine, theirs = (r.retimed_ms, ref.retimed_ms) if both_retimed else (r.best_ms, ref.best_ms)
-            if s in mine and s in theirs and theirs[s] / mine[s] >= FIND_MIN:
+            if s in mine and s in theirs and theirs[s] / mine[s] >= FIND_GAIN:
                 found = r.genome.get(s, {})
                 out.append({"shape": str(s), "arm": r.arm, "seed": r.seed, "vs_shortlist": theirs[s] / mine[s],
                             "retimed": both_retimed, "operator": found.get("operator"), "kernel": found.get("kernel"),
@@ -327,10 +327,10 @@ def format_comparison(result: dict) -> str:
                     + ["" for _ in arms])
     # the shortlist evaluates all its picks, which on some shapes are fewer than the budget
     most = max((n for a in others for n in result["arms"][a]["evaluations"]), default=0)
-    fewer = {a: " (all its picks: fewer than the budget on some shapes)"
-             for a in arms if a == REFERENCE and max(result["arms"][a]["evaluations"], default=most) < most}
+    fewer = REFERENCE in arms and max(result["arms"][REFERENCE]["evaluations"], default=most) < most
+    note = " (all its picks: fewer than the budget on some shapes)" if fewer else ""
     to95 = [[a, f"{statistics.mean(v):.1f}" if (v := result["arms"][a]["mean_evaluations_to_95"]) else "-",
-             ", ".join(map(str, result["arms"][a]["evaluations"])) + fewer.get(a, "")] for a in arms]
+             ", ".join(map(str, result["arms"][a]["evaluations"])) + (note if a == REFERENCE else "")] for a in arms]
     searches = [a for a in arms if a in SEARCHES]
     ops = sorted({op for a in searches for op in result["arms"][a].get("operators", {})})
     use_rows = [[op] + [_operator_cell(result["arms"][a].get("operators", {}).get(op)) for a in searches] for op in ops]
@@ -347,11 +347,11 @@ def _format_finds(found: list[dict] | None) -> str:
     if found is None:
         return ""
     if not found:
-        return (f"\n\nno arm beat the shortlist's best on any shape by {FIND_MIN - 1:.0%} or more (a seed's own ratio, "
-                f"at least {FIND_MIN:.2f} before rounding; the table above shows the geomean over seeds)")
+        return (f"\n\nno arm beat the shortlist's best on any shape by {FIND_GAIN - 1:.0%} or more (a seed's own ratio, "
+                f"at least {FIND_GAIN:.2f} before rounding; the table above shows the geomean over seeds)")
     rows = [[f["shape"], f"{f['arm']} {f['seed']}", f"{f['vs_shortlist']:.3f}" + ("" if f["retimed"] else " *"),
              f["operator"] or "-", f["changes"]] for f in found]
-    return (f"\n\nwhere an arm beat the shortlist's best by {FIND_MIN - 1:.0%} or more (re-timed; * as found), and "
+    return (f"\n\nwhere an arm beat the shortlist's best by {FIND_GAIN - 1:.0%} or more (re-timed; * as found), and "
             "how its kernel differs from the shortlist's best there\n"
             + tabulate(rows, headers=["shape", "arm seed", "x shortlist", "operator", "differs from the shortlist's best"],
                        disable_numparse=True))

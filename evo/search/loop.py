@@ -43,7 +43,7 @@ from evo.islands.population import regroup
 from evo.mutators.llm import LLMRefused
 from evo.mutators.policy import OperatorPolicy
 from evo.mutators.rewards import reward, reward_without_child
-from evo.mutators.structural import OPERATORS, config_key, gene_change, remember
+from evo.mutators.structural import FIND_GAIN, OPERATORS, config_key, gene_change, remember
 from evo.search.allocation import ShapeAllocator
 from evo.search.cost_model import MIN_ROWS, CostModel, Prior, features, screen
 from evo.search.overlap import in_background
@@ -62,7 +62,6 @@ REPAIRABLE = {Status.COMPILE_ERROR, Status.REJECTED, Status.INCORRECT, Status.IN
               Status.MEMORY_VIOLATION, Status.FAULT, Status.LAUNCH_ERROR}
 MAX_REPAIR_DEPTH = 2  # a repair of a repair of a failed child, then the chain is dropped
 REPAIR_QUEUE = 64  # waiting failed children kept (the oldest dropped first)
-FIND_GAIN = 1.01  # a child this much faster than its shape's best is a find (beyond timing noise)
 
 
 def repairs(op) -> bool:
@@ -530,11 +529,11 @@ class Search:
         island_of = {c.id: p.island for c, p in ready}
         return self._evaluate([(c, p.shape) for c, p in ready], island_of=island_of, later=later)
 
-    def _fold(self, plans: list[Plan], results: dict, kept: list[Plan] | None = None) -> None:
+    def _fold(self, plans: list[Plan], results: dict, kept: list[Plan]) -> None:
         """Results into the policy, the allocator, the islands and the repair queue, in plan order
-        (the same decisions whatever order results arrived in). `kept`: the plans screening kept (default
-        all); a plan it dropped was never evaluated, but its operators' declines and duplicates count."""
-        evaluated = {id(p) for p in (plans if kept is None else kept)}
+        (the same decisions whatever order results arrived in). `kept`: the plans screening kept; a plan
+        it dropped was never evaluated, but its operators' declines and duplicates count."""
+        evaluated = {id(p) for p in kept}
         seen: set = set()
         for p in plans:
             if not p.operator:
