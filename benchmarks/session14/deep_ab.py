@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -25,6 +24,7 @@ from omegaconf import OmegaConf
 from evo.archive import Archive
 from evo.config import EvaluatorConfig
 from evo.core.shapes import Shape, build_shape_set
+from evo.core.summary import geomean
 from evo.evaluation.evaluator import Evaluator
 from evo.families import FAMILIES
 from evo.families.hopper import _problem
@@ -55,6 +55,25 @@ def pair(p: dict) -> dict | None:
 
 
 VARIANTS = {"deep": deepest, "pair": pair}
+
+
+def side_by_side(jobs: list, archive_path: Path, script: str, args: argparse.Namespace):
+    """Every (candidate, shape) of `jobs` evaluated in one evaluator run, recorded in `archive_path`
+    (libraries in the same run, no racing, 3 replays of 10 ms, 2 correctness draws), yielded as the
+    results arrive; queueing stops after `args.budget_s` (0: none)."""
+    archive = Archive.open(archive_path)
+    run = archive.start_run(kind="bench", config={"script": script, **vars(args)}, seed=0, backend=args.backend)
+    cfg = EvaluatorConfig(backend=args.backend, draws=2, replays=3, target_replay_ms=10, cache_dir="/tmp/evo-cache")
+    ev = Evaluator(cfg, archive=archive, run_id=run).start()
+    t0 = time.time()
+    try:
+        for e in ev.evaluate(jobs, race=False):
+            yield e
+            if args.budget_s and time.time() - t0 > args.budget_s:
+                print("budget reached: stopping", flush=True)
+                return
+    finally:
+        ev.close()
 
 
 def kind(p: dict) -> str:
@@ -95,23 +114,12 @@ def main() -> None:
     if not jobs:
         raise SystemExit("no pick has such a variant" + (": multicast pairs with split-K need "
                          "`git apply benchmarks/session14/cluster_splitk.patch` first" if args.variant == "pair" else ""))
-    archive = Archive.open(out / "deep.sqlite")
-    run = archive.start_run(kind="bench", config={"script": "deep_ab.py", **vars(args)}, seed=0, backend=args.backend)
-    cfg = EvaluatorConfig(backend=args.backend, draws=2, replays=3, target_replay_ms=10, cache_dir="/tmp/evo-cache")
-    ev = Evaluator(cfg, archive=archive, run_id=run).start()
     times: dict = defaultdict(dict)
-    t0 = time.time()
-    try:
-        for e in ev.evaluate(jobs, race=False):
-            for base, stages, which in meta[(e.kernel_id, e.shape)]:
-                key = (str(e.shape), json.dumps(base, sort_keys=True), stages)
-                times[key][which] = e.time_ms if e.ok else None
-                times[key]["lib"] = e.best_library_ms
-            if args.budget_s and time.time() - t0 > args.budget_s:
-                print("budget reached: stopping", flush=True)
-                break
-    finally:
-        ev.close()
+    for e in side_by_side(jobs, out / "deep.sqlite", "deep_ab.py", args):
+        for base, stages, which in meta[(e.kernel_id, e.shape)]:
+            key = (str(e.shape), json.dumps(base, sort_keys=True), stages)
+            times[key][which] = e.time_ms if e.ok else None
+            times[key]["lib"] = e.best_library_ms
     rows = []
     for (shape, base_json, stages), t in times.items():
         base = json.loads(base_json)
@@ -126,8 +134,7 @@ def main() -> None:
         print("SIMULATED (the CPU test double's modelled times, not measurements)")
     print(f"{'tile, split':<28} {'pairs':>5} {'geomean base/variant':>20} {'min':>6} {'max':>6} {'variant slower by >2%':>21}")
     for k, g in sorted(by.items(), key=lambda kv: -len(kv[1])):
-        gm = math.exp(sum(map(math.log, g)) / len(g))
-        print(f"{k:<28} {len(g):>5} {gm:>20.3f} {min(g):>6.3f} {max(g):>6.3f} {sum(x < 0.98 for x in g):>21}")
+        print(f"{k:<28} {len(g):>5} {geomean(g):>20.3f} {min(g):>6.3f} {max(g):>6.3f} {sum(x < 0.98 for x in g):>21}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from evo.core.shapes import Shape
+from evo.core.summary import geomean
 from evo.families import FAMILIES
 from evo.search import cost_prior
 from evo.search.cost_model import CostModel, features
@@ -52,10 +53,9 @@ def score(prior, pairs) -> str:
         if abs(math.log(r["ratio"])) > 0.02:
             n += 1
             agree += (predicted[-1] > 1) == (r["ratio"] > 1)
-    gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
     corr = np.corrcoef(np.log(predicted), np.log(measured))[0, 1]
-    return (f"{len(pairs)} pairs, sign agreement {agree}/{n}, predicted {gm(predicted):.3f}, measured "
-            f"{gm(measured):.3f}, correlation {corr:.2f}")
+    return (f"{len(pairs)} pairs, sign agreement {agree}/{n}, predicted {geomean(predicted):.3f}, measured "
+            f"{geomean(measured):.3f}, correlation {corr:.2f}")
 
 
 def main() -> None:

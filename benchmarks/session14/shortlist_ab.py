@@ -15,22 +15,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import random
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
-from evo.archive import Archive
-from evo.config import EvaluatorConfig
-from evo.evaluation.evaluator import Evaluator
+from evo.core.summary import geomean
 from evo.families import FAMILIES
 from evo.families.hopper import _problem
 from evo.search.sweep import plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from deep_ab import shapes_of  # noqa: E402
+from deep_ab import shapes_of, side_by_side  # noqa: E402
 
 DEEPEST = 16
 
@@ -93,24 +89,12 @@ def main() -> None:
                 jobs.append((c, shape))
     changed = sum(o != n for o, n in lists.values())
     print(f"{len(jobs)} evaluations on {len(lists)} shapes; the shortlists differ on {changed}", flush=True)
-    archive = Archive.open(out / f"{args.set}.sqlite")
-    run = archive.start_run(kind="bench", config={"script": "shortlist_ab.py", **vars(args)}, seed=0,
-                            backend=args.backend)
-    cfg = EvaluatorConfig(backend=args.backend, draws=2, replays=3, target_replay_ms=10, cache_dir="/tmp/evo-cache")
-    ev = Evaluator(cfg, archive=archive, run_id=run).start()
     times: dict = defaultdict(dict)
     lib: dict = {}
-    t0 = time.time()
-    try:
-        for e in ev.evaluate(jobs, race=False):
-            if e.ok:
-                times[e.shape][e.kernel_id] = e.time_ms
-                lib[e.shape] = e.best_library_ms
-            if args.budget_s and time.time() - t0 > args.budget_s:
-                print("budget reached: stopping", flush=True)
-                break
-    finally:
-        ev.close()
+    for e in side_by_side(jobs, out / f"{args.set}.sqlite", "shortlist_ab.py", args):
+        if e.ok:
+            times[e.shape][e.kernel_id] = e.time_ms
+            lib[e.shape] = e.best_library_ms
     rows = []
     for shape, (old, new) in lists.items():
         t = times.get(shape, {})
@@ -129,14 +113,13 @@ def main() -> None:
               "was measured there (the budget cut the run, or a configuration failed)")
     if not rows:
         return
-    gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
     by = defaultdict(list)
     for r in rows:
         by[r["bucket"]].append(r)
     print(f"{'FLOP bucket':<14} {'shapes':>6} {'main vs lib':>11} {'deep vs lib':>11} {'min main':>8} {'min deep':>8}")
     order = ["<1 GFLOP", "1-10 GFLOP", "10-100 GFLOP", "0.1-1 TFLOP", ">=1 TFLOP"]
     for b, rs in sorted(by.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99) + [("all", rows)]:
-        print(f"{b:<14} {len(rs):>6} {gm([r['main'] for r in rs]):>11.3f} {gm([r['deep'] for r in rs]):>11.3f} "
+        print(f"{b:<14} {len(rs):>6} {geomean([r['main'] for r in rs]):>11.3f} {geomean([r['deep'] for r in rs]):>11.3f} "
               f"{min(r['main'] for r in rs):>8.3f} {min(r['deep'] for r in rs):>8.3f}")
     for r in sorted(rows, key=lambda r: r["deep"] / r["main"]):
         if abs(r["deep"] / r["main"] - 1) > 0.01:

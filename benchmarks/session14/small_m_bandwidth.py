@@ -6,11 +6,12 @@ and for the best library of the same run.
     python benchmarks/session14/small_m_bandwidth.py [benchmarks/session14/run_b/llm_layers.sqlite.xz]
 """
 import lzma
-import math
 import sqlite3
 import sys
 import tempfile
 from pathlib import Path
+
+from evo.core.summary import geomean
 
 COPY_BYTES_PER_S = 4.26e12
 path = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent / "run_b" / "llm_layers.sqlite.xz")
@@ -28,6 +29,5 @@ out.sort(key=lambda r: r[1])
 print(f"{'shape':<16} {'ours / copy':>11} {'library / copy':>14}")
 for shape, a, b in out:
     print(f"{shape:<16} {a:>11.2f} {b:>14.2f}")
-gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
-print(f"{len(out)} shapes: geomean ours {gm([r[1] for r in out]):.3f}, library {gm([r[2] for r in out]):.3f}; "
+print(f"{len(out)} shapes: geomean ours {geomean([r[1] for r in out]):.3f}, library {geomean([r[2] for r in out]):.3f}; "
       f"ours at >= 0.85 on {sum(r[1] >= 0.85 for r in out)}")
