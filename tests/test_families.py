@@ -391,12 +391,15 @@ def test_the_valid_genome_lies_in_the_subspaces_enumerated():
 def test_transposed_products_take_tiles_of_any_multiple_of_8_rows_where_they_pad_less():
     """M = 257 in 128-row tiles computes 384 rows; transposed, two tiles of 136 rows. Where 64-row
     tiles already fit M, no transposed pick is offered."""
-    from evo.families.hopper import swapped_rows
+    from evo.families.hopper import _deep_beside, swapped_rows
     assert swapped_rows(257)[0] == 136 and swapped_rows(1) == [8] and swapped_rows(77)[0] == 80
     assert swapped_rows(4096) == [] and swapped_rows(1000) == []
     fam = FAMILIES["hopper"]
-    picks = fam.suggest(257, 28672, 4096, limit=12)
-    assert [i for i, p in enumerate(picks) if p["SWAP_AB"]] == [1, 5, 9]  # every fourth place from the second
+    picks = fam.suggest(257, 28672, 4096, limit=16)
+    # each pick's deep-pipeline variant follows it (_deep_beside); among the picks themselves, the
+    # transposed ones take every fourth place from the second
+    picks = [p for i, p in enumerate(picks) if not (i and p == _deep_beside(picks[i - 1], 64))][:12]
+    assert [i for i, p in enumerate(picks) if p["SWAP_AB"]] == [1, 5, 9]
     assert not any(p["SWAP_AB"] for p in fam.suggest(4096, 4096, 4096, limit=64))
     source = fam.render(dict(fam.default, SWAP_AB=1, BM=136, BN=128))
     assert "wgmma.mma_async.sync.aligned.m64n136k16" in source and "p, 1, 1, 1, 0;" in source
@@ -556,12 +559,23 @@ def test_the_valid_genomes_are_enumerated_once_whichever_threads_ask():
 
 def test_the_shortlist_deepens_only_split_k_over_l2_with_small_stages():
     """Split-K over L2 takes up to 7 stages where a stage is at most 20 KB (BM + BN <= 160: the H200 pairs
-    ran 4.5% faster than with 5), 5 with larger stages or over a cluster; no split takes up to 7; the
-    shortlist goes no deeper than 7 (deeper won and lost by shape: left to the search)."""
+    ran 4.5% faster than with 5), 5 with larger stages or over a cluster; no split takes up to 7.
+    Deeper pipelines (up to 16) come only as a variant right after a pick with small stages and work
+    items of at least 64 k-steps, never in its place."""
+    from evo.families.hopper import _deep_beside
     fam = FAMILIES["hopper"]
-    seen = set()
+    seen, variants = set(), 0
     for shape in ((64, 4096, 4096), (256, 1024, 16384), (197, 768, 3072), (77, 4096, 4096), (4096, 4096, 4096)):
-        for p in fam.suggest(*shape, limit=24):
+        k_tiles = -(-shape[2] // 64)
+        picks = fam.suggest(*shape, limit=64)
+        for i, p in enumerate(picks):
+            if i and p == _deep_beside(picks[i - 1], k_tiles):
+                base = picks[i - 1]
+                assert p["STAGES"] > 7 and base["BM"] + base["BN"] <= 160, (shape, p)
+                assert k_tiles // max(1, base["SPLIT_K"]) >= 64 and fam.problem(dict(p, STAGES=p["STAGES"] + 1))
+                variants += 1
+                continue
+            assert p["STAGES"] <= 7, (shape, p)  # deeper only as a variant
             over_l2 = p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"]
             small = p["BM"] + p["BN"] <= 160
             cap = 7 if p["SPLIT_K"] == 1 or (over_l2 and small) else 5
@@ -570,6 +584,9 @@ def test_the_shortlist_deepens_only_split_k_over_l2_with_small_stages():
             assert p["STAGES"] == cap or fam.problem(deeper) is not None, (shape, p)  # the deepest that fits
             seen.add((over_l2, small, p["SPLIT_CLUSTER"], p["STAGES"]))
     assert (True, True, 0, 7) in seen and (True, False, 0, 5) in seen and (False, True, 1, 5) in seen
+    assert variants >= 3
+    assert _deep_beside(dict(fam.default, BM=128, BN=128, STAGES=5, SPLIT_K=1), 64) is None  # 32 KB stages
+    assert _deep_beside(dict(fam.default, BM=64, BN=64, STAGES=5, SPLIT_K=2), 64) is None  # 32 k-steps an item
 
 
 def test_enumerating_with_a_growing_gene_gives_the_full_products_configurations():

@@ -5,10 +5,12 @@ by its variant with the deepest pipeline that fits (up to 16; run_c's pairs: 1.0
 11 slower by 2%), cut to the same 24 picks. The union is evaluated side by side in one evaluator run,
 libraries in the same run, no racing; each shortlist's per-shape best is read from those same
 measurements. Prints both sweeps' geomean against the best library by FLOP bucket, and the shapes
-where they differ; writes the per-shape figures as JSON.
+where they differ; writes the per-shape figures as JSON. The rule has been in `hopper._suggest` since
+benchmarks/session15 (where this ran on both sets), so on main the two lists are now the same.
 
     python benchmarks/session14/shortlist_ab.py --set llm_layers --out /tmp/sab
     python benchmarks/session14/shortlist_ab.py --set llm_layers --out /tmp/sab --backend simulated   # CPU dry run
+    python benchmarks/session14/shortlist_ab.py --set grid125 --part 0/2 --out /tmp/sab0   # half the shapes
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from evo.core.summary import geomean
 from evo.families import FAMILIES
-from evo.families.hopper import _problem
+from evo.families.hopper import _deep_beside
 from evo.search.sweep import plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,15 +34,9 @@ DEEPEST = 16
 
 
 def deep_variant(p: dict, K: int) -> dict | None:
-    """p with the deepest pipeline that fits up to 16, where p's stages are small and its items long."""
-    parts = p["SPLIT_K"] if p["SPLIT_K"] > 1 else 1
-    if p["BM"] + p["BN"] > 160 or -(-K // 64) // parts < 64:
-        return None
-    for stages in range(DEEPEST, p["STAGES"], -1):
-        q = dict(p, STAGES=stages)
-        if _problem(q) is None:
-            return q
-    return None
+    """p with the deepest pipeline that fits up to 16, where p's stages are small and its items long (the
+    rule as measured here, since shipped as hopper._deep_beside)."""
+    return _deep_beside(p, -(-K // 64), DEEPEST)
 
 
 def with_deep_variants(suggest):
@@ -76,12 +72,19 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/sab")
     ap.add_argument("--backend", default="gpu", help="simulated: a CPU dry run of the script (modelled times)")
     ap.add_argument("--budget-s", type=float, default=0, help="stop queueing results after this (0: none)")
+    ap.add_argument("--part", default="0/1", help="K/N: every N-th shape of the set from the K-th (one command each)")
+    ap.add_argument("--differing", action="store_true",
+                    help="only the shapes where the two lists differ (an A/B, not the set's figure)")
     args = ap.parse_args()
+    k, n = (int(x) for x in args.part.split("/"))
+    tag = args.set + (f"_part{k}of{n}" if n > 1 else "") + ("_differing" if args.differing else "")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     lists, jobs, seen = {}, [], set()
-    for shape in shapes_of(args.set):
+    for shape in shapes_of(args.set)[k::n]:
         old, new = shortlists(shape, args.budget)
+        if args.differing and {c.id for c in old} == {c.id for c in new}:
+            continue
         lists[shape] = ({c.id for c in old}, {c.id for c in new})
         for c in old + new:
             if (c.id, shape) not in seen:
@@ -91,7 +94,7 @@ def main() -> None:
     print(f"{len(jobs)} evaluations on {len(lists)} shapes; the shortlists differ on {changed}", flush=True)
     times: dict = defaultdict(dict)
     lib: dict = {}
-    for e in side_by_side(jobs, out / f"{args.set}.sqlite", "shortlist_ab.py", args):
+    for e in side_by_side(jobs, out / f"{tag}.sqlite", "shortlist_ab.py", args):
         if e.ok:
             times[e.shape][e.kernel_id] = e.time_ms
             lib[e.shape] = e.best_library_ms
@@ -105,7 +108,7 @@ def main() -> None:
         if best_old and best_new and lib.get(shape):
             rows.append({"shape": str(shape), "bucket": shape.bucket, "lib_ms": lib[shape],
                          "main": lib[shape] / best_old, "deep": lib[shape] / best_new})
-    (out / f"{args.set}_shortlist_ab.json").write_text(json.dumps(rows, indent=1))
+    (out / f"{tag}_shortlist_ab.json").write_text(json.dumps(rows, indent=1))
     if args.backend != "gpu":
         print("SIMULATED (the CPU test double's modelled times, not measurements)")
     if len(rows) < len(lists):

@@ -319,7 +319,26 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
     while plain or swapped:
         take_swap = swapped and (len(merged) % 4 == 1 or not plain)
         merged.append((swapped if take_swap else plain).pop(0))
-    return merged
+    return [q for p in merged for q in (p, _deep_beside(p, k_tiles)) if q is not None]
+
+
+def _deep_beside(p: Params, k_tiles: int, deepest: int = 16) -> Params | None:
+    """p with the deepest pipeline that fits up to `deepest` stages, offered right after p, where p's
+    stages are small (BM + BN at most 160 rows of 64 k-values) and each work item runs at least 64
+    k-steps; else None. Measured on the H200 as pairs (benchmarks/session14, run_c): such picks ran
+    1.066x with the deepest pipeline (71 pairs, 11 slower by 2%), so the variant goes beside its pick
+    rather than in its place. As a shortlist of 24 (benchmarks/session15, main's list and this one
+    timed side by side), it raised grid125 from 0.960 to 0.962 of the best library and the 38
+    llm_layers shapes where the lists differ (of 42; the time budget cut 4) from 0.988 to 0.994,
+    and lowered none (64x4096x4096 0.885 -> 0.961, 129x4096x4096 1.040 -> 1.180). The library runs
+    13-16 stages on such shapes (cuBLAS under ncu, benchmarks/session14)."""
+    if p["BM"] + p["BN"] > 160 or k_tiles // max(1, p["SPLIT_K"]) < 64:
+        return None
+    for stages in range(deepest, p["STAGES"], -1):
+        q = dict(p, STAGES=stages)
+        if _problem(q) is None:
+            return q
+    return None
 
 
 def swapped_rows(M: int) -> list[int]:
