@@ -98,6 +98,19 @@ def library_times(a: Archive, gpu: str, shape: Shape, mode: str, backend: str | 
     return {lib: ms for lib, ms in a.db.execute(sql, params).fetchall()}
 
 
+def throttled_baselines(a: Archive, gpu: str, shapes: list[Shape], mode: str) -> dict[Shape, list[tuple[str, float]]]:
+    """The library timings among `shapes` that stand as baselines although timed on a throttled GPU:
+    (library, mean SM clock in MHz) per shape. Every ratio on such a shape is flattered."""
+    wanted = set(shapes)
+    out: dict[Shape, list[tuple[str, float]]] = {}
+    for m, n, k, lib, mhz in a.db.execute(
+            "select M, N, K, library, clock_mhz from baselines where gpu = ? and mode = ? and status = 'ok' "
+            "and throttled = 1 order by M, N, K, library", [gpu, mode]).fetchall():
+        if (shape := Shape(m, n, k)) in wanted:
+            out.setdefault(shape, []).append((lib, mhz or 0.0))
+    return out
+
+
 def fastest_kernels(a: Archive, run_id: int, mode: str, *, before_generation: int | None = None
                     ) -> dict[tuple[str, Shape], float]:
     """The fastest correct kernel time (ms) per (GPU, shape) of one run, in one timing mode, timed on an

@@ -86,6 +86,21 @@ def test_library_timings_keep_their_clock_and_throttle_flag(archive):
     assert rows == {"torch": (1980.0, 0), "cublaslt_autotuned": (1100.0, 1), "cublaslt_heuristic": (None, None)}
 
 
+def test_throttled_baselines_name_the_flattered_shapes_and_their_clocks(archive):
+    other = Shape(128, 64, 64)
+    records.put_baseline(archive, GPU, "gpu", SHAPE, LibraryResult("torch", "rotating", "ok", timing=timing(0.010)))
+    records.put_baseline(archive, GPU, "gpu", other, LibraryResult("torch", "rotating", "ok",
+                                                                    timing=timing(0.02, throttled=True, clock=1550.0)))
+    records.put_baseline(archive, "another GPU", "gpu", SHAPE, LibraryResult(
+        "torch", "rotating", "ok", timing=timing(0.02, throttled=True, clock=1400.0)))
+    assert records.throttled_baselines(archive, GPU, [SHAPE, other], "rotating") == {other: [("torch", 1550.0)]}
+    assert records.throttled_baselines(archive, GPU, [SHAPE], "rotating") == {}  # only the shapes asked about
+    assert records.throttled_baselines(archive, GPU, [other], "hot") == {}
+    # timed again, unthrottled: the stored baseline is replaced and no longer flagged
+    records.put_baseline(archive, GPU, "gpu", other, LibraryResult("torch", "rotating", "ok", timing=timing(0.018)))
+    assert records.throttled_baselines(archive, GPU, [other], "rotating") == {}
+
+
 def test_a_throttled_evaluation_is_kept_out_of_its_cell_and_counted(archive):
     run = archive.start_run(kind="search", config={}, seed=0, backend="gpu", gpu=GPU)
     cell = str(SHAPE)

@@ -90,22 +90,17 @@ def test_a_single_set_refresh_checks_that_set(sets):
         sets.check_elementwise([4])
 
 
-def test_no_check_without_a_reference(sets):
-    sets.refresh(reference=False)  # as the libraries' timing does
-    honest(sets)
-    with pytest.raises(RuntimeError, match="no reference"):
-        sets.check_outputs()
-
-
-def test_sets_for_the_libraries_take_no_reference(monkeypatch):
-    """The libraries are checked before they are timed, not while: their sets build no reference (on a
-    GPU that would be a captured graph and its memory pool for nothing)."""
+def test_every_refresh_builds_the_checks_reference(monkeypatch):
+    """The libraries' sets too: their checks run between chunks (verdicts unread) so that the GPU works
+    as it does for a kernel, and a check needs the reference of the inputs just written."""
     monkeypatch.setattr(gpu_buffers, "TIMING_BYTES", 1 << 20)
     harness = SimpleNamespace(info=SimpleNamespace(l2_bytes=1 << 18), stream=None, clock=None, device="cpu")
-    s = TimingSets(harness, 24, 40, 72, ["rotating"], checked=False)
-    assert s._ref is None and s._full is None
-    s.refresh(reference=s.checked)  # as estimate_ms's refresh does
-    assert s._ref is None
+    s = TimingSets(harness, 24, 40, 72, ["rotating"])
+    first = s._ref
+    s.refresh(2)
+    assert s._ref is not first and s._ref.chosen == [2] and s._full[0] == 2
+    s.C[2] = float("nan")  # a library writing elsewhere leaves the poisoned output: a failing verdict, unread
+    assert "NaN" in s.check_outputs(indices=[2])
 
 
 def test_honest_subnormal_and_zero_outputs_of_1x1x1_pass(monkeypatch):

@@ -132,16 +132,21 @@ def test_calls_without_graphs_wait_for_an_idle_gpu_before_each_refresh():
     assert len(refreshes) == 6
     for i in refreshes:
         assert ops.log[i - 1] == "sync" and ops.log[i + 1] == "timed"
-    ops = FakeOps(graph=True)  # a graph: no wait within the replay
+    ops = FakeOps(graph=True)  # a graph: no wait within the replay (the elementwise check's, and the end's)
     run_sealed(ops, chunks=3, replays=2, verify=False)
-    assert ops.log.count("sync") == 2
+    assert ops.log.count("sync") == 4
 
 
-def test_without_verify_nothing_is_checked():
-    ops = FakeOps(bad={0: "never looked at"})
+def test_without_verify_the_gpu_does_the_same_work_but_no_verdict_counts():
+    """A library (verify=False) gets the same checks between its chunks as a kernel, so that the GPU's
+    power state and clock are alike for both (on an H200 they were not: 6-11% on large shapes); their
+    verdicts are not read."""
+    ops = FakeOps(bad={0: "never looked at"}, full_bad={0: "nor this"})
     samples, _, error = run_sealed(ops, chunks=2, replays=2, verify=False)
     assert error is None and len(samples) == 2
-    assert "check" not in ops.log and "copy" not in ops.log and "full" not in ops.log
+    kernel = FakeOps()
+    run_sealed(kernel, chunks=2, replays=2, verify=True)
+    assert ops.log == kernel.log
 
 
 @pytest.mark.parametrize("indices, most, runs", [

@@ -204,10 +204,9 @@ class TimingSets:
     that each set is used once per chunk (see gpu_timing.time_sealed). On the harness's device
     (`harness.device`, default "cuda"; the CPU tests use "cpu" and no stream)."""
 
-    def __init__(self, harness: Harness, M: int, N: int, K: int, modes: list[str], *, checked: bool = True):
+    def __init__(self, harness: Harness, M: int, N: int, K: int, modes: list[str]):
         self.h = harness
         self.device = getattr(harness, "device", "cuda")
-        self.checked = checked  # False for the libraries: no check of their timed outputs, so no reference
         self.M, self.N, self.K = M, N, K
         # all-zero outputs fail, except where an honest set can be all zero by chance: one output, or
         # K = 1 with a single row or column (one input element that is fp16 zero zeroes it)
@@ -233,25 +232,21 @@ class TimingSets:
             harness.stream.synchronize()
         self._flush: torch.Tensor | None = None
 
-    def refresh(self, i: int | None = None, *, reference: bool | None = None) -> None:
-        """Fresh random inputs and a NaN-poisoned output, for every set or for set i; then, with
-        `reference` (default: the sets are `checked`; the libraries' are not, as they are not checked
-        while timed), what the next check compares with: A (B x) of these inputs, x drawn and erased
-        again before any launch."""
-        if reference is None:
-            reference = self.checked
+    def refresh(self, i: int | None = None) -> None:
+        """Fresh random inputs and a NaN-poisoned output, for every set or for set i; then what the next
+        check compares with: A (B x) of these inputs, x drawn and erased again before any launch. The
+        libraries' sets build it too, though their verdicts go unread: the same work between chunks
+        keeps the GPU's clock alike for kernels and libraries (gpu_timing.time_sealed)."""
         pick = slice(None) if i is None else slice(i, i + 1)
         chosen = list(range(self.n)) if i is None else [i]
         with torch.cuda.stream(self.h.stream):
             self.A[pick].normal_(generator=self.gen)
             self.B[pick].normal_(generator=self.gen)
-            self._ref = self._reference(chosen) if reference else None
+            self._ref = self._reference(chosen)
             # the elementwise check's set, chosen now by the host and its inputs kept as written
-            self._full = None
-            if reference:
-                k = self._pick.choice(chosen)
-                self._full = (k, self.A[k].clone(), self.B[k].clone())
-            self.C[pick].fill_(float("nan"))  # last, as for the libraries: the same L2 state before a chunk
+            k = self._pick.choice(chosen)
+            self._full = (k, self.A[k].clone(), self.B[k].clone())
+            self.C[pick].fill_(float("nan"))  # last: the same L2 state before every chunk
 
     def _reference(self, chosen: list[int]) -> Reference:
         state = self.gen.get_state()

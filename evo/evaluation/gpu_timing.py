@@ -139,8 +139,9 @@ def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, re
     chunk, outside the timed region, every set gets fresh random inputs and a NaN-poisoned output;
     after it, every set's output is verified (sets.queue_projection, and one set elementwise per
     replay; libraries, whose result was checked before timing and which may write elsewhere, pass
-    verify=False). So every timed launch sees inputs no launch has seen before and writes into a
-    poisoned buffer, and every timed output is checked: output reuse, input-fingerprint caches and
+    verify=False: the checks still run, unread, so that the GPU's clock is alike for both). So every
+    timed launch sees inputs no launch has seen before and writes into a poisoned buffer, and every
+    timed output is checked: output reuse, input-fingerprint caches and
     launch-count tricks can neither pass nor gain. A sample is the mean time per launch over `chunks`
     chunks. The chunks of a replay are queued without waiting for the GPU (evo.evaluation.sealed;
     calls without graphs wait for an idle GPU before each chunk's refresh): their times and verdicts

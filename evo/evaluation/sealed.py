@@ -9,6 +9,8 @@ check while the GPU runs the current one, instead of idling the GPU at every chu
 Each check's verdicts are copied to host memory right after it is queued (to_host), before any later
 chunk's launches run, and read from there: the kernels timed are untrusted, and one writing out of
 bounds could otherwise overwrite an earlier chunk's verdict while it waits in device memory.
+Libraries (verify=False: checked once before timing, and nvmath writes its own output) get the same
+checks, their verdicts unread, so that the GPU does the same work between chunks for both.
 Calls timed without graphs (libraries, launched one by one by the host) start every chunk from an
 idle GPU: the host waits before the chunk's refresh, as sealed timing always did for them.
 Every chunk is still refreshed before and verified after its timed launches, and the first failing
@@ -61,14 +63,19 @@ def run_sealed(ops: SealedOps, *, chunks: int, replays: int, verify: bool,
                 ops.refresh()
             with steps.step("timed chunk"):
                 times.append(ops.timed_chunk())
-            if verify:
-                with steps.step("check (projection)"):
-                    # to host memory before the next chunk's launches run (stream order), so that no
-                    # later launch can overwrite the verdict; it is read from there after the wait
-                    verdicts.append(ops.to_host(ops.check()))
+            with steps.step("check (projection)"):
+                # to host memory before the next chunk's launches run (stream order), so that no
+                # later launch can overwrite the verdict; it is read from there after the wait.
+                # Without `verify` (a library) the checks run all the same, their verdicts unread:
+                # the GPU then works alike between chunks for kernels and libraries, and so clocks alike
+                verdict = ops.to_host(ops.check())
+                if verify:
+                    verdicts.append(verdict)
         with steps.step("check (elementwise) + wait"):
-            full_error = ops.full_check() if verify else None
+            full_error = ops.full_check()
             ops.sync()
+            if not verify:
+                full_error = None
         error = next((e for e in (v() for v in verdicts) if e), None) or full_error
         if error:
             return samples, clocks, error

@@ -14,6 +14,7 @@ from collections import defaultdict
 from tabulate import tabulate
 
 from evo.archive.elites import cell_of, elites, offer, throttled
+from evo.archive.records import throttled_baselines
 from evo.config import EvoConfig, as_dict
 from evo.core.kernel import Candidate
 from evo.core.logs import RESULT, simulated_note
@@ -115,6 +116,12 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
         if kept_out:
             log.warning(f"{kept_out} of {len(pairs)} evaluations were correct but timed on a throttled GPU: kept out "
                         f"of the cells, not re-measured")
+        flattered = throttled_baselines(archive, ev.devices[0].key, shapes, c.evaluator.mode)
+        if flattered:
+            log.warning(f"{len(flattered)} of {len(shapes)} shapes have a library timed on a throttled GPU as their "
+                        "baseline, so their ratios are flattered: " + "; ".join(
+                            f"{s} ({', '.join(f'{lib} at {mhz:.0f} MHz' for lib, mhz in libs)})"
+                            for s, libs in flattered.items()))
         archive.put_state(run_id, "summary", summary)
         return {"run_id": run_id, "summary": summary, "failures": dict(failures), "throttled": kept_out,
                 "raced": raced}
