@@ -30,18 +30,23 @@ def running_runs(a: Archive) -> list[int]:
 
 
 def elites(a: Archive, run_id: int) -> list[dict]:
-    """Best kernel per shape with its time, each library's time (same GPU, same mode) and roofline."""
+    """Best kernel per shape with its time, rate and SM clock, each library's time (same GPU, same mode),
+    the clock the fastest library ran at (a ratio against a library timed at a lower clock flatters the
+    kernel), and the roofline fraction."""
     rows = []
     for e in a.db.query("""
             select c.cell, c.M, c.N, c.K, c.kernel_id, c.time_ms, c.speedup, v.mode, v.gpu, v.backend,
-                   v.best_library, v.best_library_ms, v.roofline_fraction, v.created_at, v.launch_json,
+                   v.best_library, v.best_library_ms, v.roofline_fraction, v.clock_mhz, v.created_at, v.launch_json,
                    k.family, k.operator, k.params_json
             from elites c join evaluations v on v.id = c.evaluation_id join kernels k on k.id = c.kernel_id
             where c.run_id = ? order by c.M * c.N * c.K, c.M, c.N, c.K""", [run_id]):
-        libs = {r["library"]: r["time_ms"] for r in a.db.query(
-            "select library, time_ms from baselines where gpu = ? and backend = ? and M = ? and N = ? and K = ? "
-            "and mode = ? and status = 'ok'", [e["gpu"], e["backend"], e["M"], e["N"], e["K"], e["mode"]])}
-        rows.append({**e, "libraries": libs,
+        timed = list(a.db.query(
+            "select library, time_ms, clock_mhz from baselines where gpu = ? and backend = ? and M = ? and N = ? "
+            "and K = ? and mode = ? and status = 'ok'", [e["gpu"], e["backend"], e["M"], e["N"], e["K"], e["mode"]]))
+        libs = {r["library"]: r["time_ms"] for r in timed}
+        fastest = min(timed, key=lambda r: r["time_ms"], default=None)
+        rows.append({**e, "libraries": libs, "library_clock_mhz": fastest["clock_mhz"] if fastest else None,
+                     "tflops": 2 * e["M"] * e["N"] * e["K"] / (e["time_ms"] * 1e-3) / 1e12 if e["time_ms"] else None,
                      **{f"vs_{lib}": ms / e["time_ms"] for lib, ms in libs.items() if e["time_ms"]}})
     return rows
 

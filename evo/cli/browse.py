@@ -52,10 +52,11 @@ def cmd_elites(args) -> None:
     libs = sorted({lib for r in rows for lib in r["libraries"]})
     _note_simulated(rows)
     extra = ["config"] if args.params else []
-    _emit(args, rows, ["shape", "kernel", "made_by", "time_us", *[f"vs_{lib}" for lib in libs], "roofline_fraction",
-                       "mode", *extra],
-          ["shape", "kernel", "family/operator", "time_us", *[f"x_{lib}" for lib in libs], "roofline", "mode",
-           *(["genes (besides the family default)"] if extra else [])], empty=no_kernels(a, run, "archive elites"))
+    _emit(args, rows, ["shape", "kernel", "made_by", "time_us", "tflops", "clock_mhz", *[f"vs_{lib}" for lib in libs],
+                       "library_clock_mhz", "roofline_fraction", "mode", *extra],
+          ["shape", "kernel", "family/operator", "time_us", "TFLOP/s", "MHz", *[f"x_{lib}" for lib in libs],
+           "lib MHz", "roofline", "mode", *(["genes (besides the family default)"] if extra else [])],
+          empty=no_kernels(a, run, "archive elites"))
 
 
 def genes_apart_from_default(family: str | None, params_json: str | None) -> str:
