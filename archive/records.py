@@ -98,17 +98,18 @@ def library_times(a: Archive, gpu: str, shape: Shape, mode: str, backend: str | 
     return {lib: ms for lib, ms in a.db.execute(sql, params).fetchall()}
 
 
-def throttled_baselines(a: Archive, gpu: str, shapes: list[Shape], mode: str) -> dict[Shape, list[tuple[str, float]]]:
-    """The library timings among `shapes` that stand as baselines although timed on a throttled GPU:
+def throttled_baselines(a: Archive, gpu: str, shapes: list[Shape], mode: str) -> dict[Shape, tuple[str, float]]:
+    """The shapes among `shapes` whose baseline (their fastest library) was timed on a throttled GPU:
     (library, mean SM clock in MHz) per shape. Every ratio on such a shape is flattered."""
     wanted = set(shapes)
-    out: dict[Shape, list[tuple[str, float]]] = {}
-    for m, n, k, lib, mhz in a.db.execute(
-            "select M, N, K, library, clock_mhz from baselines where gpu = ? and mode = ? and status = 'ok' "
-            "and throttled = 1 order by M, N, K, library", [gpu, mode]).fetchall():
-        if (shape := Shape(m, n, k)) in wanted:
-            out.setdefault(shape, []).append((lib, mhz or 0.0))
-    return out
+    fastest: dict[Shape, tuple[str, float, float, bool]] = {}  # library, ms, MHz, throttled
+    for m, n, k, lib, ms, mhz, hot in a.db.execute(
+            "select M, N, K, library, time_ms, clock_mhz, throttled from baselines where gpu = ? and mode = ? "
+            "and status = 'ok' and time_ms > 0", [gpu, mode]).fetchall():
+        shape = Shape(m, n, k)
+        if shape in wanted and (shape not in fastest or ms < fastest[shape][1]):
+            fastest[shape] = (lib, ms, mhz or 0.0, bool(hot))
+    return {s: (lib, mhz) for s, (lib, _, mhz, hot) in sorted(fastest.items(), key=lambda kv: kv[0].flops) if hot}
 
 
 def fastest_kernels(a: Archive, run_id: int, mode: str, *, before_generation: int | None = None

@@ -86,18 +86,22 @@ def test_library_timings_keep_their_clock_and_throttle_flag(archive):
     assert rows == {"torch": (1980.0, 0), "cublaslt_autotuned": (1100.0, 1), "cublaslt_heuristic": (None, None)}
 
 
-def test_throttled_baselines_name_the_flattered_shapes_and_their_clocks(archive):
-    other = Shape(128, 64, 64)
-    records.put_baseline(archive, GPU, "gpu", SHAPE, LibraryResult("torch", "rotating", "ok", timing=timing(0.010)))
-    records.put_baseline(archive, GPU, "gpu", other, LibraryResult("torch", "rotating", "ok",
-                                                                    timing=timing(0.02, throttled=True, clock=1550.0)))
-    records.put_baseline(archive, "another GPU", "gpu", SHAPE, LibraryResult(
-        "torch", "rotating", "ok", timing=timing(0.02, throttled=True, clock=1400.0)))
-    assert records.throttled_baselines(archive, GPU, [SHAPE, other], "rotating") == {other: [("torch", 1550.0)]}
-    assert records.throttled_baselines(archive, GPU, [SHAPE], "rotating") == {}  # only the shapes asked about
+def test_throttled_baselines_name_the_shapes_whose_fastest_library_ran_throttled(archive):
+    other, third = Shape(128, 64, 64), Shape(256, 64, 64)
+
+    def put(shape, lib, ms, *, hot=False, mhz=1980.0, gpu=GPU):
+        records.put_baseline(archive, gpu, "gpu", shape, LibraryResult(lib, "rotating", "ok",
+                                                                        timing=timing(ms, throttled=hot, clock=mhz)))
+    put(SHAPE, "torch", 0.010)
+    put(other, "torch", 0.020, hot=True, mhz=1550.0)  # the baseline, throttled
+    put(other, "cublaslt_heuristic", 0.030)
+    put(third, "torch", 0.020)  # the baseline, unthrottled: a slower throttled library does not matter
+    put(third, "cublaslt_heuristic", 0.030, hot=True, mhz=1400.0)
+    put(SHAPE, "cublaslt_autotuned", 0.005, hot=True, mhz=1400.0, gpu="another GPU")
+    assert records.throttled_baselines(archive, GPU, [SHAPE, other, third], "rotating") == {other: ("torch", 1550.0)}
+    assert records.throttled_baselines(archive, GPU, [SHAPE, third], "rotating") == {}  # only the shapes asked about
     assert records.throttled_baselines(archive, GPU, [other], "hot") == {}
-    # timed again, unthrottled: the stored baseline is replaced and no longer flagged
-    records.put_baseline(archive, GPU, "gpu", other, LibraryResult("torch", "rotating", "ok", timing=timing(0.018)))
+    put(other, "torch", 0.018)  # timed again, unthrottled: the stored baseline is replaced
     assert records.throttled_baselines(archive, GPU, [other], "rotating") == {}
 
 

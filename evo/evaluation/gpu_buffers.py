@@ -325,7 +325,7 @@ class TimingSets:
         buffers (no gathered copies, no fp32 copies: projection_sets)."""
         ref = self._ref
         if ref is None:
-            raise RuntimeError("no reference to check against: refresh the sets (reference=True) before the launches")
+            raise RuntimeError("no reference to check against: refresh the sets before the launches")
         chosen = ref.chosen if indices is None else list(indices)
         with torch.cuda.stream(self.h.stream):
             now = self.gen.get_state()
@@ -384,7 +384,7 @@ class TimingSets:
         """The set the last refresh picked at random (it must be among `indices`, default all) element by
         element against the fp32 product of its inputs as the refresh wrote them (kept aside then)."""
         if self._full is None or (indices is not None and self._full[0] not in indices):
-            raise RuntimeError("no set picked for the elementwise check: refresh the sets (reference=True) first")
+            raise RuntimeError("no set picked for the elementwise check: refresh the sets first")
         i, a, b = self._full
         with torch.cuda.stream(self.h.stream):
             reason = verdict(error_stats(self.C[i].float(), reference(a, b)))
