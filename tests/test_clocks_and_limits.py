@@ -177,6 +177,32 @@ def test_sweep_keeps_throttled_evaluations_out_of_the_cells_and_says_how_many(tm
     assert f"{correct_small} of " in log and "timed on a throttled GPU: kept out of the cells, not re-measured" in log
 
 
+def test_sweep_names_the_shapes_whose_baseline_ran_throttled(tmp_path, monkeypatch):
+    """The libraries' timings of 64x64x64 are marked throttled as the worker's clock reader would mark
+    them: the sweep's log names that shape, with its fastest library and clock, and not the other."""
+    from evo.cli.hydra_app import compose
+    from evo.evaluation.evaluator import Evaluator
+    from evo.search.sweep import run_sweep
+
+    original = Evaluator._store_libraries
+
+    def throttled_on_small_shape(self, reply, shape, **kw):
+        if shape == SHAPE:
+            reply = {**reply, "libraries": [
+                {**d, "timing": {**d["timing"], "throttled": True, "clock_mhz": 1500.0}} if d.get("timing") else d
+                for d in reply.get("libraries", [])]}
+        return original(self, reply, shape, **kw)
+
+    monkeypatch.setattr(Evaluator, "_store_libraries", throttled_on_small_shape)
+    path = tmp_path / "s.sqlite"
+    c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,256x256x256]", "sweep.budget=2",
+                      "sweep.sample=shortlist", "search.progress=false", f"archive.path={path}"])
+    run_sweep(c, raw)
+    log = (tmp_path / "s.run1.log").read_text()
+    assert "1 of 2 shapes have as their baseline on" in log and "64x64x64 (" in log and "at 1500 MHz)" in log
+    assert "256x256x256 (" not in log
+
+
 def test_report_says_how_many_evaluations_were_throttled(archive, tmp_path):
     pytest.importorskip("matplotlib")
     pytest.importorskip("jinja2")

@@ -116,11 +116,12 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
         if kept_out:
             log.warning(f"{kept_out} of {len(pairs)} evaluations were correct but timed on a throttled GPU: kept out "
                         f"of the cells, not re-measured")
-        flattered = throttled_baselines(archive, ev.devices[0].key, shapes, c.evaluator.mode)
-        if flattered:
-            log.warning(f"{len(flattered)} of {len(shapes)} shapes have as their baseline a library timed on a "
-                        "throttled GPU, so their ratios are flattered: " + "; ".join(
-                            f"{s} ({lib} at {mhz:.0f} MHz)" for s, (lib, mhz) in flattered.items()))
+        for d in ev.devices:  # each GPU keeps baselines of its own
+            flattered = throttled_baselines(archive, d.key, shapes, c.evaluator.mode)
+            if flattered:
+                log.warning(f"{len(flattered)} of {len(shapes)} shapes have as their baseline on {d.key} a library "
+                            "timed on a throttled GPU, so their ratios are flattered: " + "; ".join(
+                                f"{s} ({lib} at {mhz:.0f} MHz)" for s, (lib, mhz) in flattered.items()))
         archive.put_state(run_id, "summary", summary)
         return {"run_id": run_id, "summary": summary, "failures": dict(failures), "throttled": kept_out,
                 "raced": raced}
