@@ -20,11 +20,11 @@ from evo.evaluation.gpu_timing import time_events, time_graph
 from evo.evaluation.tolerance import error_stats, verdict
 
 
-def _torch_call(sets) -> Callable[[int], None]:
+def _torch_call(sets) -> Callable[[int], object]:
     return lambda i: torch.matmul(sets.A[i], sets.B[i], out=sets.C[i])
 
 
-def _nvmath_call(sets, autotune: bool, stream) -> tuple[Callable[[int], None], str]:
+def _nvmath_call(sets, autotune: bool, stream) -> tuple[Callable[[int], object], str]:
     from nvmath.linalg.advanced import Matmul
     mm = Matmul(sets.A[0], sets.B[0], stream=stream)
     algorithms = mm.plan(stream=stream)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import torch
@@ -159,7 +159,7 @@ def projection_verdicts(C: torch.Tensor, x: torch.Tensor, want: torch.Tensor, *,
     return bad.sum(dim=1, dtype=torch.int32), torch.isnan(sq).any(dim=1)
 
 
-def _groups(shape: tuple[int, int, int], chosen: list[int]) -> list[tuple[int, int, int]]:
+def _groups(shape: Sequence[int], chosen: list[int]) -> list[tuple[int, int, int]]:
     """Contiguous runs of the chosen sets, each within PROJECTION_BYTES of working memory: per set,
     B x in fp32 and its two fp16 parts (about 6 K words) and the per-row terms (about 10 M); the fp32
     slice of C for the tolerance has PROJECTION_CHUNK elements whatever the group's size."""
@@ -295,7 +295,7 @@ class TimingSets:
         return kernel.args(self.A.data_ptr(), self.B.data_ptr(), self.C.data_ptr(), M, N, K,
                                  steps=(2 * M * K, 2 * K * N, 2 * M * N), count=self.n)
 
-    def estimate_ms(self, call: Callable[[int], None]) -> float:
+    def estimate_ms(self, call: Callable[[int], object]) -> float:
         s = self.h.stream
         with torch.cuda.stream(s):
             call(0)
@@ -390,7 +390,7 @@ class TimingSets:
             reason = verdict(error_stats(self.C[i].float(), reference(a, b)))
         return f"a timed launch (buffer set {i}) gave a wrong output: {reason}" if reason else None
 
-    def time_all(self, call: Callable[[int], None], req: dict, *, verify: bool = True, capturable: bool = True,
+    def time_all(self, call: Callable[[int], object], req: dict, *, verify: bool = True, capturable: bool = True,
                  race: dict | None = None):
         """Time `call` in every requested mode; returns (timings, error or None). With `verify`, the
         outputs of timed launches are checked and the first failure ends the timing. `race`

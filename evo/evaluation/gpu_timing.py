@@ -65,7 +65,7 @@ def launches_for(estimate_ms: float, target_ms: float, sets: int, cap: int = 200
     return min(max(n, 1), max(cap, sets))
 
 
-def time_graph(call: Callable[[int], None], *, mode: str, launches: int, sets: int, replays: int,
+def time_graph(call: Callable[[int], object], *, mode: str, launches: int, sets: int, replays: int,
                stream: torch.cuda.Stream, clock: ClockReader) -> Timing:
     """Capture `launches` calls (call(i) uses buffer set i % sets) into one graph and time replays."""
     graph = torch.cuda.CUDAGraph()
@@ -90,7 +90,7 @@ def time_graph(call: Callable[[int], None], *, mode: str, launches: int, sets: i
     return _summarise(mode, samples, launches, sets, clocks, "graph")
 
 
-def time_events(call: Callable[[int], None], *, mode: str, launches: int, sets: int, replays: int,
+def time_events(call: Callable[[int], object], *, mode: str, launches: int, sets: int, replays: int,
                 stream: torch.cuda.Stream, clock: ClockReader) -> Timing:
     """Fallback for calls that cannot be captured: events around a loop of launches."""
     with torch.cuda.stream(stream):
@@ -130,7 +130,7 @@ def _timed_ms(run: Callable[[], None], stream: torch.cuda.Stream, start: torch.c
     return start.elapsed_time(end)
 
 
-def time_sealed(call: Callable[[int], None], sets, *, mode: str, chunks: int, replays: int,
+def time_sealed(call: Callable[[int], object], sets, *, mode: str, chunks: int, replays: int,
                 stream: torch.cuda.Stream, clock: ClockReader, capturable: bool = True,
                 verify: bool = True, give_up_ms: float | None = None) -> tuple[Timing, str | None]:
     """Rotating-mode timing in which no launch can profit from an earlier one.
@@ -221,7 +221,7 @@ class _SealedOps:
         return self._clock.read()
 
 
-def time_hot(call: Callable[[int], None], sets, *, launches: int, replays: int, stream: torch.cuda.Stream,
+def time_hot(call: Callable[[int], object], sets, *, launches: int, replays: int, stream: torch.cuda.Stream,
              clock: ClockReader, verify: bool = True) -> tuple[Timing, str | None]:
     """Hot mode: the same inputs every launch (in L2 where they fit), the output poisoned before every
     launch inside the graph; the poisoning alone is timed the same way and subtracted. Only the final
@@ -256,7 +256,7 @@ def time_hot(call: Callable[[int], None], sets, *, launches: int, replays: int, 
     return _summarise("hot", samples, launches, 1, clocks, "graph"), error
 
 
-def time_server(call: Callable[[int], None], *, sets: int, samples: int, gap_ms: tuple[float, float],
+def time_server(call: Callable[[int], object], *, sets: int, samples: int, gap_ms: tuple[float, float],
                 stream: torch.cuda.Stream, clock: ClockReader, seed: int,
                 before: Callable[[int], None] | None = None,
                 after: Callable[[int], str | None] | None = None) -> tuple[Timing, str | None]:
