@@ -18,8 +18,7 @@ cat $R/duty_cycle.txt
   sweep.sample=shortlist sweep.budget=8 evaluator.replays=3 evaluator.target_replay_ms=100 evaluator.draws=2 \
   search.progress=false archive.path=/tmp/w8/big.sqlite 2>&1 | tail -16
  python3 -m evo archive elites --params /tmp/w8/big.sqlite
- python3 -c "import sqlite3; [print(r) for r in sqlite3.connect('/tmp/w8/big.sqlite').execute('select M, N, K, library, round(time_ms * 1000, 1), clock_mhz, throttled from baselines')]"
- python3 -c "import sqlite3; [print(r) for r in sqlite3.connect('/tmp/w8/big.sqlite').execute('select M, N, K, count(*), round(avg(clock_mhz)), sum(throttled) from evaluations where status = \"ok\" group by M, N, K')]"
+ python3 "$REPO/benchmarks/session15/clocks.py" /tmp/w8/big.sqlite
 ) > $R/big.txt 2>&1
 tail -40 $R/big.txt
 device_done
