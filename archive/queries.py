@@ -45,7 +45,8 @@ def elites(a: Archive, run_id: int) -> list[dict]:
             "and K = ? and mode = ? and status = 'ok'", [e["gpu"], e["backend"], e["M"], e["N"], e["K"], e["mode"]]))
         libs = {r["library"]: r["time_ms"] for r in timed}
         fastest = min(timed, key=lambda r: r["time_ms"], default=None)
-        rows.append({**e, "libraries": libs, "library_clock_mhz": fastest["clock_mhz"] if fastest else None,
+        e["clock_mhz"] = e["clock_mhz"] or None  # 0: not read (the test double, or no NVML)
+        rows.append({**e, "libraries": libs, "library_clock_mhz": (fastest["clock_mhz"] or None) if fastest else None,
                      "tflops": 2 * e["M"] * e["N"] * e["K"] / (e["time_ms"] * 1e-3) / 1e12 if e["time_ms"] else None,
                      **{f"vs_{lib}": ms / e["time_ms"] for lib, ms in libs.items() if e["time_ms"]}})
     return rows

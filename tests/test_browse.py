@@ -48,9 +48,9 @@ def test_archive_commands(run_archive):
     assert {e["cell"] for e in elites} == {"64x64x64", "1024x1024x1024", "77x4096x4096", "129x4095x64"}
     assert all(e["speedup"] > 0 and set(e["libraries"]) == {"torch", "cublaslt_heuristic", "cublaslt_autotuned"}
                for e in elites)
-    for e in elites:  # the rate, and the clock beside the fastest library's (simulated: both unknown, 0)
+    for e in elites:  # the rate, and the clock beside the fastest library's (simulated: neither read)
         assert e["tflops"] == pytest.approx(2 * e["M"] * e["N"] * e["K"] / e["time_ms"] / 1e9)
-        assert e["clock_mhz"] is not None and e["library_clock_mhz"] is not None
+        assert e["clock_mhz"] is None and e["library_clock_mhz"] is None
     table = evo("archive", "elites", str(run_archive))
     assert "MODELLED" in table and "x_torch" in table and "TFLOP/s" in table and "lib MHz" in table
     with_genes = evo("archive", "elites", "--params", str(run_archive))
