@@ -380,7 +380,7 @@ def test_the_valid_genome_lies_in_the_subspaces_enumerated():
     fam, rng = FAMILIES["hopper"], random.Random(5)
     known = {tuple(p[k] for k in fam.space) for p in fam.all_valid}
     seen = 0
-    for _ in range(40000):
+    for _ in range(80000):  # about 1 in 2500 random genomes is valid
         params = {k: rng.choice(v) for k, v in fam.space.items()}
         if fam.valid(params):
             seen += 1
@@ -463,6 +463,41 @@ def test_ordered_fixup_kernels_compile_without_spills(change, compiler):
     if params["SPLIT_K"] > 1:  # a partial tile for every item: the workspace bounds the product
         decl = parse_declaration(source)
         assert decl.supports(Shape(64, 512, 4096)) and not decl.supports(Shape(8192, 8192, 4096))
+
+
+@pytest.mark.parametrize("change", [
+    dict(), dict(BM=64, BN=64, CONSUMERS=1, STAGES=8), dict(BM=256, BN=128),
+    dict(BM=64, BN=128, CONSUMERS=1, CTAS_PER_SM=2, STAGES=3), dict(BM=128, BN=192, CLUSTER_M=2, PERSISTENT=0)])
+def test_tma_store_kernels_compile_without_spills_and_declare_a_map_of_c(change, compiler):
+    """TMA_STORE=1 (the epilogue's 64x64 chunks staged swizzled in shared memory and stored by TMA)
+    compiles for sm_90a with no spills and no warnings; the kernel takes a third tensor map, over C,
+    whose 64x64 box the TMA unit clips at M and N."""
+    params, source = _compiled_without_spills(dict(TMA_STORE=1, **change), compiler, spills=0)
+    assert "const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmC)" in source
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in source
+    assert "store_chunk(stage_c, C, row0" not in source  # the plain product's 16-byte stores
+    maps = parse_declaration(source).launch_for(Shape(129, 136, 8), num_sms=132).tensor_maps
+    assert [(m.operand, m.dims, m.box, m.swizzle) for m in maps][2] == ("C", (136, 129), (64, 64), 128)
+    assert "warning" not in compiler.compile(source).log.lower()
+
+
+def test_tma_store_takes_whole_plain_tiles_only_and_leaves_other_kernels_as_they_were():
+    fam = FAMILIES["hopper"]
+    for change in (dict(SPLIT_K=2), dict(TAIL_SPLIT=4), dict(STREAM_K=1), dict(SWAP_AB=1, BM=136, BN=128)):
+        assert "TMA_STORE=1" in fam.problem(dict(fam.default, TMA_STORE=1, **change)), change
+    assert any(p["TMA_STORE"] for p in fam.all_valid)
+    assert all(p["SPLIT_K"] == p["TAIL_SPLIT"] == 1 and not p["STREAM_K"] and not p["SWAP_AB"]
+               for p in fam.all_valid if p["TMA_STORE"])
+    # without the gene, the source is the one rendered before it existed: the 16-byte stores of every
+    # thread, two tensor maps, no bulk stores (the epilogue now comes from hopper_epilogue_stores.cuh)
+    plain = fam.render(fam.default)
+    assert "store_chunk(stage_c, C, row0, w.n0 + chunk * 64, 64, M, N, consumer, tid_in_wg);\n                }\n" \
+        "            }\n#endif" in plain
+    assert "CUtensorMap tmC" not in plain and "bulk_group" not in plain and "nv_diag_suppress" not in plain
+    assert "= C box" not in plain
+    # a configuration stored before the gene existed (no TMA_STORE) renders as it did
+    older = {k: v for k, v in fam.default.items() if k != "TMA_STORE"}
+    assert fam.complete(older)["TMA_STORE"] == 0 and fam.render(older) == plain
 
 
 def test_the_shortlist_orders_the_fixup_of_few_parts_only():

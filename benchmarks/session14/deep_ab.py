@@ -8,6 +8,8 @@ in the same run, no racing. Prints the pairs by tile and split and writes them a
 With `--variant pair` (NEXT.md item 4, after `git apply benchmarks/session14/cluster_splitk.patch`): the
 first PICKS split-K picks over L2 whose configuration is also valid as a multicast pair (CLUSTER_M=2: CTA
 pairs on neighbouring M tiles sharing B), against that pair; the "stages" column then reads 2 (the pair).
+With `--variant tma_store` (benchmarks/session15/NEXT.md): the first PICKS picks whose configuration is
+also valid with TMA_STORE=1 (the epilogue's chunks stored by TMA), against that configuration.
 
     python benchmarks/session14/deep_ab.py --sets llm_layers grid125 --picks 3 --out /tmp/deep
 """
@@ -54,7 +56,17 @@ def pair(p: dict) -> dict | None:
     return q if _problem(q) is None else None
 
 
-VARIANTS = {"deep": deepest, "pair": pair}
+def tma_store(p: dict) -> dict | None:
+    """p with its epilogue's chunks stored by TMA (TMA_STORE=1, benchmarks/session15), at the same stages,
+    where that is valid: whole plain tiles (no split, no tail split, not transposed) whose shared memory
+    holds the two staging tiles per consumer as well."""
+    if p["TMA_STORE"]:
+        return None
+    q = dict(p, TMA_STORE=1)
+    return q if _problem(q) is None else None
+
+
+VARIANTS = {"deep": deepest, "pair": pair, "tma_store": tma_store}
 
 
 def side_by_side(jobs: list, archive_path: Path, script: str, args: argparse.Namespace):
@@ -104,7 +116,7 @@ def main() -> None:
                     continue
                 a, b = fam.candidate(p), fam.candidate(q)
                 jobs += [(a, shape), (b, shape)]
-                label = q["STAGES"] if args.variant == "deep" else q["CLUSTER_M"]
+                label = {"deep": q["STAGES"], "pair": q["CLUSTER_M"], "tma_store": q["TMA_STORE"]}[args.variant]
                 meta.setdefault((a.id, shape), []).append((p, label, "base"))
                 meta.setdefault((b.id, shape), []).append((p, label, "other"))
                 n += 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# For a later GPU session (NEXT.md item 4), one H200, ~4 minutes: where our kernels lose on grid125's worst
+# For a later GPU session (NEXT.md item 5), one H200, ~4 minutes: where our kernels lose on grid125's worst
 # shapes. Each shape's winner from run_b (winners_source.py) under ncu inside `evo bench` (one timed launch
 # of it, past the checks: -s 5 -c 1), then torch.mm on the same shapes (session14/lib_profile.py), with the
 # same counters: duration, DRAM and SM throughput, DRAM bytes, L2 hit rate, registers, achieved occupancy,

@@ -13,7 +13,7 @@
 // @evo smem     = ${SMEM}${CLUSTER_DECL}
 // @evo requires = K % 8 == 0 and N % 8 == 0
 // @evo tma      = A box(64, ${BM}) swizzle(128)
-// @evo tma      = B box(64, 64) swizzle(128)${SPLITK_REQUIRES}
+// @evo tma      = B box(64, 64) swizzle(128)${TMA_C_DECL}${SPLITK_REQUIRES}
 
 #define BM ${BM}
 #define BN ${BN}
@@ -166,7 +166,7 @@ __device__ __forceinline__ void store_chunk(const half* stage_c, half* C, int ro
             *reinterpret_cast<uint4*>(C + (size_t)row * N + col) = *reinterpret_cast<const uint4*>(stage_c + r * C_STRIDE + c);
     }
     consumer_sync(consumer);
-}
+}${TMA_STORE_HELPERS}
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -365,7 +365,7 @@ __device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, in
 
 extern "C" __global__ void __launch_bounds__(${THREADS}, CTAS_PER_SM)
 hgemm(const half* A, const half* B, half* C, int M, int N, int K,
-      const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
+      const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB${TMC_PARAM}) {
     // Programmatic dependent launch: this is the first statement, so nothing touches global memory
     // before the grid this launch depends on has finished (a no-op when launched without PDL).
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -402,7 +402,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
     if (threadIdx.x == 0) {
         // Start fetching both tensor-map descriptors now: the first TMA load would otherwise wait for them.
         asm volatile("prefetch.tensormap [%0];" :: "l"(&tmA) : "memory");
-        asm volatile("prefetch.tensormap [%0];" :: "l"(&tmB) : "memory");
+        asm volatile("prefetch.tensormap [%0];" :: "l"(&tmB) : "memory");${TMC_PREFETCH}
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
             mbar_init(&empty[s], CONSUMERS * 4 * CLUSTER_M);  // one arrival per consumer warp of the cluster
@@ -566,24 +566,10 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 }
             }
 #else
-            #pragma unroll
-            for (int mt = 0; mt < MMA_M_TILES; ++mt) {
-                const int row0 = w.m0 + consumer * ROWS_PER_CONSUMER + mt * 64;
-                #pragma unroll
-                for (int chunk = 0; chunk < BN / 64; ++chunk) {
-                    #pragma unroll
-                    for (int nb = 0; nb < 8; ++nb) {
-                        const float* v = acc + mt * (BN / 2) + (chunk * 8 + nb) * 4;
-                        const int r = warp * 16 + lane / 4, c = nb * 8 + (lane % 4) * 2;
-                        *reinterpret_cast<half2*>(stage_c + r * C_STRIDE + c) = __floats2half2_rn(v[0], v[1]);
-                        *reinterpret_cast<half2*>(stage_c + (r + 8) * C_STRIDE + c) = __floats2half2_rn(v[2], v[3]);
-                    }
-                    store_chunk(stage_c, C, row0, w.n0 + chunk * 64, 64, M, N, consumer, tid_in_wg);
-                }
-            }
+${EPILOGUE_PLAIN}
 #endif
         }
-    }
+    }${TMA_STORE_DRAIN}
 #if CLUSTER_M > 1
     cluster_sync();  // no CTA exits while its peer may still write into its shared memory or barriers
 #endif

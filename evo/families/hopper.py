@@ -33,6 +33,8 @@ def _region(p: Params) -> int:
 
 
 def _smem(p: Params) -> int:
+    if p["TMA_STORE"]:  # barriers and flag in a 1024-byte block, then two swizzled 64x64 fp16 tiles per consumer
+        return _region(p) + 1024 + p["CONSUMERS"] * 2 * 64 * 64 * 2 + 1024  # + alignment slack
     epilogue = 0 if _cluster(p) else p["CONSUMERS"] * 64 * 72 * 2  # a padded 64x64 fp16 tile per consumer
     return _region(p) + 2 * p["STAGES"] * 8 + 16 + epilogue + 1024  # + barriers, flag, alignment slack
 
@@ -80,6 +82,9 @@ def _problem(p: Params) -> str | None:
     if p["FIXUP"] and not ((p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"]) or p["TAIL_SPLIT"] > 1):
         return ("FIXUP=1 orders the partials of split-K over L2 or of a tail split: it needs SPLIT_K > 1 "
                 "(not SPLIT_CLUSTER) or TAIL_SPLIT > 1")
+    if p["TMA_STORE"] and (p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] or p["SWAP_AB"]):
+        return ("TMA_STORE=1 stores whole tiles of C as given: it needs SPLIT_K=1, TAIL_SPLIT=1, STREAM_K=0 and "
+                "SWAP_AB=0")
     if p["SPLIT_CLUSTER"] == 1:
         if p["SPLIT_K"] == 1:
             return "SPLIT_CLUSTER needs SPLIT_K > 1"
@@ -152,19 +157,36 @@ def _derive(p: Params) -> dict[str, str]:
         "SPLIT_HOW": "cluster DSMEM" if cluster else (
             ("ordered partials" if p["FIXUP"] else "fp32 atomics") if p["SPLIT_K"] > 1 else "none"),
         "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
+        **_tma_store(p["TMA_STORE"] == 1),
     }
+
+
+def _tma_store(on: bool) -> dict[str, str]:
+    """The template's pieces for the epilogue of a plain product (not transposed): with TMA_STORE=1, a
+    tensor map over C, its kernel parameter and prefetch, the bulk-store helpers, the staged stores
+    (hopper_epilogue_tma.cuh) and the wait for them before the CTA exits; else 16-byte stores by every
+    thread (hopper_epilogue_stores.cuh), rendering as before the gene existed."""
+    if not on:
+        return {"TMA_C_DECL": "", "TMC_PARAM": "", "TMC_PREFETCH": "", "TMA_STORE_HELPERS": "", "TMA_STORE_DRAIN": "",
+                "EPILOGUE_PLAIN": template_text("hopper_epilogue_stores.cuh").rstrip("\n")}
+    return {"TMA_C_DECL": "\n// @evo tma      = C box(64, 64) swizzle(128)",
+            "TMC_PARAM": ", const __grid_constant__ CUtensorMap tmC",
+            "TMC_PREFETCH": '\n        asm volatile("prefetch.tensormap [%0];" :: "l"(&tmC) : "memory");',
+            "TMA_STORE_HELPERS": template_text("hopper_tma_store.cuh").rstrip("\n"),
+            "TMA_STORE_DRAIN": "\n    if (warpgroup > 0 && tid_in_wg == 0) bulk_wait_all();  // every store done",
+            "EPILOGUE_PLAIN": template_text("hopper_epilogue_tma.cuh").rstrip("\n")}
 
 
 def _subspaces(space: dict[str, tuple[int, ...]]) -> list[dict[str, tuple[int, ...]]]:
     """The parts of the genome that can hold valid configurations (the whole product is 6 million
     combinations, mostly tile rows that only a transposed product takes)."""
     plain = dict(space, BM=PLAIN_BM, SWAP_AB=(0,))
-    swapped = dict(space, SWAP_AB=(1,), SPLIT_CLUSTER=(0,), CLUSTER_M=(1,), GROUP_M=(1, 8))
+    swapped = dict(space, SWAP_AB=(1,), SPLIT_CLUSTER=(0,), CLUSTER_M=(1,), GROUP_M=(1, 8), TMA_STORE=(0,))
     # FIXUP=1 only where partials meet over L2: split-K without a cluster, or a tail split
     over_l2 = [dict(SPLIT_K=tuple(n for n in space["SPLIT_K"] if n > 1), SPLIT_CLUSTER=(0,), TAIL_SPLIT=(1,)),
                dict(SPLIT_K=(1,), SPLIT_CLUSTER=(0,), TAIL_SPLIT=tuple(t for t in space["TAIL_SPLIT"] if t > 1))]
     return [dict(part, FIXUP=(0,)) for part in (plain, swapped)] + [
-        dict(part, STREAM_K=(0,), FIXUP=(1,), **l2) for part in (plain, swapped) for l2 in over_l2]
+        dict(part, STREAM_K=(0,), FIXUP=(1,), TMA_STORE=(0,), **l2) for part in (plain, swapped) for l2 in over_l2]
 
 
 def _fit_stages(p: Params) -> Params | None:
@@ -267,7 +289,7 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         split = split_for(tiles, k_tiles, num_sms)
         p = {"BM": bm, "BN": bn, "CONSUMERS": consumers, "STAGES": 5, "GROUP_M": 8, "SPLIT_K": split,
              "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": swap,
-             "STREAM_K": 0, "FIXUP": 0}
+             "STREAM_K": 0, "FIXUP": 0, "TMA_STORE": 0}
         score = tile_score(M, N, bm, bn, split, num_sms) * bonus
         offer(score, p)
         # Wave quantization: a split count that is not a power of two can fill the SMs that powers leave idle.
@@ -363,15 +385,15 @@ HOPPER = Family(
     space={"BM": SWAPPED_BM, "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": tuple(range(2, 17)),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
            "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16),
-           "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2), "FIXUP": (0, 1)},
+           "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2), "FIXUP": (0, 1), "TMA_STORE": (0, 1)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,
     default={"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": 1, "SPLIT_CLUSTER": 0,
              "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0,
-             "FIXUP": 0},
+             "FIXUP": 0, "TMA_STORE": 0},
     _suggest=_suggest,
-    later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0, "FIXUP": 0},
+    later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0, "FIXUP": 0, "TMA_STORE": 0},
     _subspaces=_subspaces,
     growing="STAGES",  # only the shared memory check reads it
     _values_for=lambda key, p: (SWAPPED_BM if p["SWAP_AB"] else PLAIN_BM) if key == "BM" else None,
