@@ -1,9 +1,10 @@
 """Pipelines deeper than 7 stages as pairs (issue 13): the library's kernels on the shapes the hopper family
 cannot reach run 6 to 16 stages (session14 run_b, ncu: nvjet 64x32 tiles with 16 stages on 64x4096x4096,
-64x64 with 13 on 1024x256x16384). For every shape of the given sets, the first PICKS hopper shortlist picks
-whose pipeline can go deeper than it is (up to 16 stages in 227 KB of shared memory) against the same
-configuration with the deepest pipeline that fits, evaluated side by side in one evaluator run, libraries
-in the same run, no racing. Prints the pairs by tile and split and writes them as JSON (pairs.json).
+64x64 with 13 on 256x256x16384, 128x64 with 8 on 1024x256x16384). For every shape of the given sets, the
+first PICKS hopper shortlist picks whose pipeline can go deeper than it is (up to 16 stages in 227 KB of
+shared memory) against the same configuration with the deepest pipeline that fits, evaluated side by side in
+one evaluator run, libraries in the same run, no racing. Prints the pairs by tile and split and writes them
+as JSON (pairs.json).
 
 With `--variant pair` (NEXT.md item 4, after `git apply benchmarks/session14/cluster_splitk.patch`): the
 first PICKS split-K picks over L2 whose configuration is also valid as a multicast pair (CLUSTER_M=2: CTA
