@@ -136,16 +136,16 @@ def time_sealed(call: Callable[[int], object], sets, *, mode: str, chunks: int, 
     """Rotating-mode timing in which no launch can profit from an earlier one.
 
     One chunk = one launch on each of the `sets.n` buffer sets, captured as one graph. Before every
-    chunk, outside the timed region, every set gets fresh random inputs and a NaN-poisoned output;
-    after it, every set's output is verified (sets.queue_projection, and one set elementwise per
-    replay; libraries, whose result was checked before timing and which may write elsewhere, pass
-    verify=False: the checks still run, unread, so that the GPU's clock is alike for both). So every
-    timed launch sees inputs no launch has seen before and writes into a poisoned buffer, and every
-    timed output is checked: output reuse, input-fingerprint caches and
-    launch-count tricks can neither pass nor gain. A sample is the mean time per launch over `chunks`
-    chunks. The chunks of a replay are queued without waiting for the GPU (evo.evaluation.sealed;
-    calls without graphs wait for an idle GPU before each chunk's refresh): their times and verdicts
-    (each copied to host memory as soon as its check is queued) are read once, at the replay's end.
+    chunk, outside the timed region, every set gets fresh random inputs and a NaN-poisoned output; after
+    it, every set's output is verified (sets.queue_projection, and one set elementwise per replay;
+    libraries, whose result was checked before timing and which may write elsewhere, pass verify=False:
+    the checks still run, unread, so that the GPU's clock is alike for both). So every timed launch sees
+    inputs no launch has seen before and writes into a poisoned buffer, and every timed output is
+    checked: output reuse, input-fingerprint caches and launch-count tricks can neither pass nor gain. A
+    sample is the mean time per launch over `chunks` chunks. The chunks of a replay are queued without
+    waiting for the GPU (evo.evaluation.sealed; calls without graphs wait for an idle GPU before each
+    chunk's refresh): their times and verdicts (each copied to host memory as soon as its check is
+    queued) are read once, at the replay's end.
     `give_up_ms`: no replay after one whose sample exceeds it (racing, see run_sealed).
     Returns (timing, error or None)."""
     n = sets.n
