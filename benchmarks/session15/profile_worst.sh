@@ -8,7 +8,7 @@
 . benchmarks/device_common.sh
 device_setup
 R=/tmp/prof && mkdir -p $R/cu
-SHAPES="4096x1024x256 16384x256x256 16384x4096x256 1024x256x16384 256x1024x16384"
+SHAPES="4096x1024x256 16384x256x256 16384x4096x256 16384x16384x256 1024x256x16384"
 python3 benchmarks/session15/winners_source.py --out $R/cu benchmarks/session15/run_b0/grid125_part0of2.sqlite.xz \
   benchmarks/session15/run_b1/grid125_part1of2.sqlite.xz --shapes $SHAPES | tee $R/winners.txt
 METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,launch__block_size,launch__cluster_dim_x,launch__cluster_dim_y
