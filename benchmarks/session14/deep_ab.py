@@ -10,7 +10,8 @@ With `--variant pair` (NEXT.md item 4, after `git apply benchmarks/session14/clu
 first PICKS split-K picks over L2 whose configuration is also valid as a multicast pair (CLUSTER_M=2: CTA
 pairs on neighbouring M tiles sharing B), against that pair; the "stages" column then reads 2 (the pair).
 With `--variant tma_store` (benchmarks/session15/NEXT.md): the first PICKS picks whose configuration is
-also valid with TMA_STORE=1 (the epilogue's chunks stored by TMA), against that configuration.
+also valid with TMA_STORE=1 (the epilogue's chunks stored by TMA), against that configuration (with fewer
+stages where its staging tiles leave no room for as many).
 
     python benchmarks/session14/deep_ab.py --sets llm_layers grid125 --picks 3 --out /tmp/deep
 """
@@ -58,13 +59,18 @@ def pair(p: dict) -> dict | None:
 
 
 def tma_store(p: dict) -> dict | None:
-    """p with its epilogue's chunks stored by TMA (TMA_STORE=1, benchmarks/session15), at the same stages,
-    where that is valid: whole plain tiles (no split, no tail split, not transposed) whose shared memory
-    holds the two staging tiles per consumer as well."""
+    """p with its epilogue's chunks stored by TMA (TMA_STORE=1, benchmarks/session15), where that is valid
+    (whole plain tiles: no split, no tail split, not transposed), at the same stages or, where the two
+    staging tiles per consumer leave too little shared memory, the deepest pipeline that fits beside them
+    (the pairs' "stages" column gives the variant's): the winners on K = 256, 128x128 tiles at 2 CTAs per
+    SM with 3 stages, fit only 2 with it."""
     if p["TMA_STORE"]:
         return None
-    q = dict(p, TMA_STORE=1)
-    return q if _problem(q) is None else None
+    for stages in range(p["STAGES"], 1, -1):
+        q = dict(p, TMA_STORE=1, STAGES=stages)
+        if _problem(q) is None:
+            return q
+    return None
 
 
 VARIANTS = {"deep": deepest, "pair": pair, "tma_store": tma_store}
@@ -103,26 +109,27 @@ def main() -> None:
     ap.add_argument("--backend", default="gpu", help="simulated: a CPU dry run of the script (modelled times)")
     ap.add_argument("--budget-s", type=float, default=0, help="stop queueing results after this (0: none)")
     ap.add_argument("--variant", default="deep", choices=list(VARIANTS))
+    ap.add_argument("--shapes", nargs="+", default=None, help="these shapes (MxNxK) in place of --sets")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fam = FAMILIES["hopper"]
     jobs, meta = [], {}
-    for name in args.sets:
-        for shape in shapes_of(name):
-            n = 0
-            for p in fam.suggest(shape.M, shape.N, shape.K, limit=24):
-                q = VARIANTS[args.variant](p)
-                if q is None or not fam.candidate(q).declaration.supports(shape):
-                    continue
-                a, b = fam.candidate(p), fam.candidate(q)
-                jobs += [(a, shape), (b, shape)]
-                label = {"deep": q["STAGES"], "pair": q["CLUSTER_M"], "tma_store": q["TMA_STORE"]}[args.variant]
-                meta.setdefault((a.id, shape), []).append((p, label, "base"))
-                meta.setdefault((b.id, shape), []).append((p, label, "other"))
-                n += 1
-                if n == args.picks:
-                    break
+    shapes = [Shape.parse(x) for x in args.shapes] if args.shapes else [x for name in args.sets for x in shapes_of(name)]
+    for shape in shapes:
+        n = 0
+        for p in fam.suggest(shape.M, shape.N, shape.K, limit=24):
+            q = VARIANTS[args.variant](p)
+            if q is None or not fam.candidate(q).declaration.supports(shape):
+                continue
+            a, b = fam.candidate(p), fam.candidate(q)
+            jobs += [(a, shape), (b, shape)]
+            label = q["CLUSTER_M"] if args.variant == "pair" else q["STAGES"]
+            meta.setdefault((a.id, shape), []).append((p, label, "base"))
+            meta.setdefault((b.id, shape), []).append((p, label, "other"))
+            n += 1
+            if n == args.picks:
+                break
     print(f"{len(jobs)} evaluations ({len(jobs) // 2} pairs)", flush=True)
     if not jobs:
         raise SystemExit("no pick has such a variant" + (": multicast pairs with split-K need "
