@@ -10,8 +10,8 @@ With `--variant pair` (NEXT.md item 4, after `git apply benchmarks/session14/clu
 first PICKS split-K picks over L2 whose configuration is also valid as a multicast pair (CLUSTER_M=2: CTA
 pairs on neighbouring M tiles sharing B), against that pair; the "stages" column then reads 2 (the pair).
 With `--variant tma_store` (benchmarks/session15/NEXT.md): the first PICKS picks whose configuration is
-also valid with TMA_STORE=1 (the epilogue's chunks stored by TMA), against that configuration (with fewer
-stages where its staging tiles leave no room for as many).
+also valid with TMA_STORE (the epilogue's chunks stored by TMA), against that configuration (two staging
+tiles where they fit, else one, else one with fewer stages).
 
     python benchmarks/session14/deep_ab.py --sets llm_layers grid125 --picks 3 --out /tmp/deep
 """
@@ -59,15 +59,15 @@ def pair(p: dict) -> dict | None:
 
 
 def tma_store(p: dict) -> dict | None:
-    """p with its epilogue's chunks stored by TMA (TMA_STORE=1, benchmarks/session15), where that is valid
-    (whole plain tiles: no split, no tail split, not transposed), at the same stages or, where the two
-    staging tiles per consumer leave too little shared memory, the deepest pipeline that fits beside them
-    (the pairs' "stages" column gives the variant's): the winners on K = 256, 128x128 tiles at 2 CTAs per
-    SM with 3 stages, fit only 2 with it."""
+    """p with its epilogue's chunks stored by TMA (benchmarks/session15), where that is valid (whole plain
+    tiles: no split, no tail split, not transposed): through two staging tiles a consumer (TMA_STORE=2) at
+    p's stages, else one (TMA_STORE=1) at p's stages, else one with the deepest pipeline that fits beside
+    it (the pairs' "stages" column gives the variant's). The winners on K = 256, 128x128 tiles at 2 CTAs
+    per SM with 3 stages, take one staging tile at 3 stages."""
     if p["TMA_STORE"]:
         return None
-    for stages in range(p["STAGES"], 1, -1):
-        q = dict(p, TMA_STORE=1, STAGES=stages)
+    for buffers, stages in [(2, p["STAGES"]), *((1, s) for s in range(p["STAGES"], 1, -1))]:
+        q = dict(p, TMA_STORE=buffers, STAGES=stages)
         if _problem(q) is None:
             return q
     return None

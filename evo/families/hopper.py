@@ -33,8 +33,8 @@ def _region(p: Params) -> int:
 
 
 def _smem(p: Params) -> int:
-    if p["TMA_STORE"]:  # barriers and flag in a 1024-byte block, then two swizzled 64x64 fp16 tiles per consumer
-        return _region(p) + 1024 + p["CONSUMERS"] * 2 * 64 * 64 * 2 + 1024  # + alignment slack
+    if p["TMA_STORE"]:  # barriers and flag in a 1024-byte block, then TMA_STORE swizzled 64x64 fp16 tiles a consumer
+        return _region(p) + 1024 + p["CONSUMERS"] * p["TMA_STORE"] * 64 * 64 * 2 + 1024  # + alignment slack
     epilogue = 0 if _cluster(p) else p["CONSUMERS"] * 64 * 72 * 2  # a padded 64x64 fp16 tile per consumer
     return _region(p) + 2 * p["STAGES"] * 8 + 16 + epilogue + 1024  # + barriers, flag, alignment slack
 
@@ -83,8 +83,8 @@ def _problem(p: Params) -> str | None:
         return ("FIXUP=1 orders the partials of split-K over L2 or of a tail split: it needs SPLIT_K > 1 "
                 "(not SPLIT_CLUSTER) or TAIL_SPLIT > 1")
     if p["TMA_STORE"] and (p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] or p["SWAP_AB"]):
-        return ("TMA_STORE=1 stores whole tiles of C as given: it needs SPLIT_K=1, TAIL_SPLIT=1, STREAM_K=0 and "
-                "SWAP_AB=0")
+        return ("TMA_STORE (1 or 2) stores whole tiles of C as given: it needs SPLIT_K=1, TAIL_SPLIT=1, STREAM_K=0 "
+                "and SWAP_AB=0")
     if p["SPLIT_CLUSTER"] == 1:
         if p["SPLIT_K"] == 1:
             return "SPLIT_CLUSTER needs SPLIT_K > 1"
@@ -157,22 +157,25 @@ def _derive(p: Params) -> dict[str, str]:
         "SPLIT_HOW": "cluster DSMEM" if cluster else (
             ("ordered partials" if p["FIXUP"] else "fp32 atomics") if p["SPLIT_K"] > 1 else "none"),
         "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
-        **_tma_store(p["TMA_STORE"] == 1),
+        **_tma_store(p["TMA_STORE"]),
     }
 
 
-def _tma_store(on: bool) -> dict[str, str]:
-    """The template's pieces for the epilogue of a plain product (not transposed): with TMA_STORE=1, a
-    tensor map over C, its kernel parameter and prefetch, the bulk-store helpers, the staged stores
-    (hopper_epilogue_tma.cuh) and the wait for them before the CTA exits; else 16-byte stores by every
-    thread (hopper_epilogue_stores.cuh), rendering as before the gene existed."""
-    if not on:
+def _tma_store(buffers: int) -> dict[str, str]:
+    """The template's pieces for the epilogue of a plain product (not transposed): with TMA_STORE = 1 or 2
+    staging tiles a consumer, a tensor map over C, its kernel parameter and prefetch, the bulk-store
+    helpers, the staged stores (hopper_epilogue_tma.cuh) and the wait for them before the CTA exits; with
+    0, 16-byte stores by every thread (hopper_epilogue_stores.cuh), rendering as before the gene existed.
+    Two staging tiles let a chunk's conversion overlap the previous chunk's store; one leaves 8 KB more
+    for the pipeline (a stage more on the 128x128 tiles at 2 CTAs per SM that win on K = 256)."""
+    if not buffers:
         return {"TMA_C_DECL": "", "TMC_PARAM": "", "TMC_PREFETCH": "", "TMA_STORE_HELPERS": "", "TMA_STORE_DRAIN": "",
                 "EPILOGUE_PLAIN": template_text("hopper_epilogue_stores.cuh").rstrip("\n")}
     return {"TMA_C_DECL": "\n// @evo tma      = C box(64, 64) swizzle(128)",
             "TMC_PARAM": ", const __grid_constant__ CUtensorMap tmC",
             "TMC_PREFETCH": '\n        asm volatile("prefetch.tensormap [%0];" :: "l"(&tmC) : "memory");',
-            "TMA_STORE_HELPERS": template_text("hopper_tma_store.cuh").rstrip("\n"),
+            "TMA_STORE_HELPERS": template_text("hopper_tma_store.cuh").rstrip("\n")
+            + f"\n#define TMA_BUFFERS {buffers}  // staging tiles a consumer",
             "TMA_STORE_DRAIN": "\n    if (warpgroup > 0 && tid_in_wg == 0) bulk_wait_all();  // every store done",
             "EPILOGUE_PLAIN": template_text("hopper_epilogue_tma.cuh").rstrip("\n")}
 
@@ -385,7 +388,7 @@ HOPPER = Family(
     space={"BM": SWAPPED_BM, "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": tuple(range(2, 17)),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
            "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16),
-           "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2), "FIXUP": (0, 1), "TMA_STORE": (0, 1)},
+           "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2), "FIXUP": (0, 1), "TMA_STORE": (0, 1, 2)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,

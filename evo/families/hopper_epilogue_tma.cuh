@@ -1,17 +1,18 @@
-            // TMA_STORE=1: each 64x64 chunk of C goes from the accumulators into a 128-byte-swizzled
-            // staging tile (two per consumer, used in turn) and from there to C by one TMA store, issued
-            // by the consumer's first thread; the next chunk is converted while the store runs, and the
-            // TMA unit clips rows and columns beyond M and N.
+            // TMA_STORE: each 64x64 chunk of C goes from the accumulators into a 128-byte-swizzled
+            // staging tile (TMA_BUFFERS per consumer, used in turn) and from there to C by one TMA store,
+            // issued by the consumer's first thread; with two tiles the next chunk is converted while the
+            // store runs. The TMA unit clips rows and columns beyond M and N.
             half* tma_c = reinterpret_cast<half*>(smem + REGION_BYTES + 1024);  // past the barriers, 1024-aligned
             #pragma unroll
             for (int mt = 0; mt < MMA_M_TILES; ++mt) {
                 const int row0 = w.m0 + consumer * ROWS_PER_CONSUMER + mt * 64;
                 #pragma unroll
                 for (int chunk = 0; chunk < BN / 64; ++chunk) {
-                    const int i = mt * (BN / 64) + chunk;  // the chunk's place in the tile: staging tile i % 2
-                    uint8_t* buf = reinterpret_cast<uint8_t*>(tma_c + (consumer * 2 + i % 2) * (64 * 64));
+                    const int i = mt * (BN / 64) + chunk;  // the chunk's place in the tile
+                    const int tile = consumer * TMA_BUFFERS + i % TMA_BUFFERS;  // this chunk's staging tile
+                    uint8_t* buf = reinterpret_cast<uint8_t*>(tma_c + tile * (64 * 64));
                     if (tid_in_wg == 0) {  // the store that last read this staging tile is done reading it
-                        if (i == 0) bulk_wait_read<0>(); else bulk_wait_read<1>();
+                        if (i == 0) bulk_wait_read<0>(); else bulk_wait_read<TMA_BUFFERS - 1>();
                     }
                     consumer_sync(consumer);
                     #pragma unroll
