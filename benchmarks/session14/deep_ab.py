@@ -11,7 +11,8 @@ first PICKS split-K picks over L2 whose configuration is also valid as a multica
 pairs on neighbouring M tiles sharing B), against that pair; the "stages" column then reads 2 (the pair).
 With `--variant tma_store` (benchmarks/session15/NEXT.md): the first PICKS picks whose configuration is
 also valid with TMA_STORE (the epilogue's chunks stored by TMA), against that configuration (two staging
-tiles where they fit, else one, else one with fewer stages).
+tiles where they fit, else one, else one with fewer stages); the "stages" column then reads [staging tiles,
+stages] of the variant.
 
     python benchmarks/session14/deep_ab.py --sets llm_layers grid125 --picks 3 --out /tmp/deep
 """
@@ -124,7 +125,7 @@ def main() -> None:
                 continue
             a, b = fam.candidate(p), fam.candidate(q)
             jobs += [(a, shape), (b, shape)]
-            label = q["CLUSTER_M"] if args.variant == "pair" else q["STAGES"]
+            label = {"deep": q["STAGES"], "pair": q["CLUSTER_M"], "tma_store": (q["TMA_STORE"], q["STAGES"])}[args.variant]
             meta.setdefault((a.id, shape), []).append((p, label, "base"))
             meta.setdefault((b.id, shape), []).append((p, label, "other"))
             n += 1
