@@ -32,7 +32,7 @@ from evo.core.shapes import Shape, build_shape_set
 from evo.core.summary import geomean
 from evo.evaluation.evaluator import Evaluator
 from evo.families import FAMILIES
-from evo.families.hopper import _problem
+from evo.families.hopper import _problem, deepest_fitting
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "shapes"
 DEEPEST = 16
@@ -44,11 +44,7 @@ def shapes_of(name: str) -> list[Shape]:
 
 
 def deepest(p: dict) -> dict | None:
-    for stages in range(DEEPEST, p["STAGES"], -1):
-        q = dict(p, STAGES=stages)
-        if _problem(q) is None:
-            return q
-    return None
+    return deepest_fitting(p, DEEPEST, p["STAGES"] + 1)
 
 
 def pair(p: dict) -> dict | None:
@@ -67,11 +63,8 @@ def tma_store(p: dict) -> dict | None:
     per SM with 3 stages, take one staging tile at 3 stages."""
     if p["TMA_STORE"]:
         return None
-    for buffers, stages in [(2, p["STAGES"]), *((1, s) for s in range(p["STAGES"], 1, -1))]:
-        q = dict(p, TMA_STORE=buffers, STAGES=stages)
-        if _problem(q) is None:
-            return q
-    return None
+    two = dict(p, TMA_STORE=2)
+    return two if _problem(two) is None else deepest_fitting(dict(p, TMA_STORE=1), p["STAGES"])
 
 
 VARIANTS = {"deep": deepest, "pair": pair, "tma_store": tma_store}

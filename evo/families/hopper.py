@@ -201,8 +201,12 @@ def _fit_stages(p: Params) -> Params | None:
     pipeline up to 7 (geomean of 89 pairs, 1 slower by 2%), the others no faster (0.998 over 150 pairs,
     23 slower by 2%, down to 0.87). Cluster split-K stays at 5 (not measured again)."""
     small_over_l2 = p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"] and p["BM"] + p["BN"] <= 160
-    deepest = 7 if p["SPLIT_K"] == 1 or small_over_l2 else 5
-    for stages in range(deepest, 1, -1):
+    return deepest_fitting(p, 7 if p["SPLIT_K"] == 1 or small_over_l2 else 5)
+
+
+def deepest_fitting(p: Params, most: int, fewest: int = 2) -> Params | None:
+    """p with the most stages from `most` down to `fewest` that make a valid configuration, or None."""
+    for stages in range(most, fewest - 1, -1):
         q = dict(p, STAGES=stages)
         if _problem(q) is None:
             return q
@@ -359,11 +363,7 @@ def _deep_beside(p: Params, k_tiles: int, deepest: int = 16) -> Params | None:
     13-16 stages on such shapes (cuBLAS under ncu, benchmarks/session14)."""
     if p["BM"] + p["BN"] > 160 or k_tiles // max(1, p["SPLIT_K"]) < 64:
         return None
-    for stages in range(deepest, p["STAGES"], -1):
-        q = dict(p, STAGES=stages)
-        if _problem(q) is None:
-            return q
-    return None
+    return deepest_fitting(p, deepest, p["STAGES"] + 1)
 
 
 def swapped_rows(M: int) -> list[int]:
