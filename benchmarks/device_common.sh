@@ -22,6 +22,16 @@ device_done() {
   ls -la "$OUT"
 }
 
+# gpu_tests FILE SECONDS PYTEST_ARGS...: the checkout's tests, copied to /tmp/gt and run from /tmp (so that
+# they import the installed evo, not the checkout's), cut at SECONDS; pytest's last lines into FILE.
+# Test files are named as gt/test_NAME.py.
+gpu_tests() {
+  local file=$1 seconds=$2
+  shift 2
+  (cd /tmp && rm -rf gt && cp -r "$REPO/tests" /tmp/gt && timeout "$seconds" python3 -m pytest -q -p no:cacheprovider "$@" \
+     2>&1 | tail -8) > "$file"
+}
+
 # shortlist_sweep GPU SET PICKS SECONDS: `evo sweep shapes=SET` at PICKS shortlist picks per shape on GPU
 # (3 replays of 10 ms, 2 correctness draws, libraries in the same run), cut at SECONDS; then its per-shape
 # table, its failures and the gzipped archive into $OUT/SET_*. Its log goes to $OUT/SET_sweep.log.

@@ -11,8 +11,7 @@
 . benchmarks/device_common.sh
 device_setup
 R=/tmp/tma && mkdir -p $R
-(cd /tmp && rm -rf gt && cp -r "$REPO/tests" /tmp/gt && timeout 150 python3 -m pytest -q -p no:cacheprovider gt/test_gpu.py \
-   -k "hopper_variants" 2>&1 | tail -8) > $R/pytest_gpu.txt
+gpu_tests $R/pytest_gpu.txt 150 gt/test_gpu.py -k hopper_variants
 tail -3 $R/pytest_gpu.txt
 # (2) grid125's 7 worst K = 256 shapes (4 k-steps a tile: the epilogue weighs most), every pick that takes
 # TMA_STORE, up to 12 a shape (83 pairs): their winners, 128x128 tiles at 2 CTAs per SM, come 5th.

@@ -8,8 +8,7 @@
 . benchmarks/device_common.sh
 device_setup
 R=/tmp/r16v && mkdir -p $R
-(cd /tmp && rm -rf gt && cp -r "$REPO/tests" /tmp/gt && timeout 200 python3 -m pytest -q -p no:cacheprovider gt/test_gpu.py \
-   gt/test_projection.py gt/test_input_integrity.py gt/test_launch_args.py 2>&1 | tail -8) > $R/pytest_gpu.txt
+gpu_tests $R/pytest_gpu.txt 200 gt/test_gpu.py gt/test_projection.py gt/test_input_integrity.py gt/test_launch_args.py
 tail -3 $R/pytest_gpu.txt
 timeout 100 python3 benchmarks/session15/duty_cycle.py > $R/duty_cycle.txt 2>&1
 cat $R/duty_cycle.txt
