@@ -508,6 +508,31 @@ def test_tma_store_takes_whole_plain_tiles_only_and_leaves_other_kernels_as_they
     assert fam.complete(older)["TMA_STORE"] == 0 and fam.render(older) == plain
 
 
+def test_the_shortlist_stores_through_tma_only_short_loops_over_more_tiles_than_sms():
+    """TMA_STORE=2 replaces a pick's own stores where its work items run at most 4 k-steps, its tiles
+    outnumber the SMs and one CTA runs an SM (the H200 pairs: 1.071x there, mixed elsewhere)."""
+    from evo.families.hopper import _tma_store_where_it_pays
+    fam = FAMILIES["hopper"]
+    for shape in ((16384, 16384, 256), (4096, 1024, 256), (256, 256, 256), (8192, 8192, 8192), (64, 16384, 64),
+                  (16384, 4096, 320)):
+        M, N, K = shape
+        picks = fam.suggest(*shape, limit=24)
+        for p in picks:
+            if p == fam.default:  # the family's fallback, appended as it is
+                continue
+            tiles = -(-M // p["BM"]) * -(-N // p["BN"])
+            pays = -(-K // 64) // p["SPLIT_K"] <= 4 and tiles > 132 and p["CTAS_PER_SM"] == 1
+            assert p["TMA_STORE"] in ((0, 2) if pays else (0,)), (shape, p)
+            assert not pays or p["TMA_STORE"] or fam.problem(dict(p, TMA_STORE=2)), (shape, p)
+        assert (sum(p["TMA_STORE"] for p in picks) > 0) == (shape in ((16384, 16384, 256), (4096, 1024, 256),
+                                                                        (64, 16384, 64))), shape
+    base = dict(fam.default, BM=128, BN=256, STAGES=4)
+    assert _tma_store_where_it_pays(base, 16384, 16384, 4, 132)["TMA_STORE"] == 2
+    assert _tma_store_where_it_pays(base, 16384, 16384, 5, 132) == base  # 5 k-steps
+    assert _tma_store_where_it_pays(base, 1024, 2048, 4, 132) == base  # 64 tiles
+    assert _tma_store_where_it_pays(dict(base, SPLIT_K=2), 16384, 16384, 8, 132) == dict(base, SPLIT_K=2)
+
+
 def test_the_shortlist_orders_the_fixup_of_few_parts_only():
     """FIXUP=1 where the H200 measured it faster (split-K over L2 and tail splits of at most 4 parts),
     fp32 atomics for more parts and never on a cluster split or a kernel without partials."""
