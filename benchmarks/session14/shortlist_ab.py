@@ -8,9 +8,14 @@ measurements. Prints both sweeps' geomean against the best library by FLOP bucke
 where they differ; writes the per-shape figures as JSON. The rule has been in `hopper._suggest` since
 benchmarks/session15 (where this ran on both sets), so on main the two lists are now the same.
 
+With `--rule tma_store` (benchmarks/session16/NEXT.md) it measures the sixteenth session's rule the same
+way: main's shortlist against main's with every hopper pick's TMA_STORE reset to 0 (the list without
+`hopper._tma_store_where_it_pays`); the columns then read "main" and "no_tma".
+
     python benchmarks/session14/shortlist_ab.py --set llm_layers --out /tmp/sab
     python benchmarks/session14/shortlist_ab.py --set llm_layers --out /tmp/sab --backend simulated   # CPU dry run
     python benchmarks/session14/shortlist_ab.py --set grid125 --part 0/2 --out /tmp/sab0   # half the shapes
+    python benchmarks/session14/shortlist_ab.py --rule tma_store --set grid125 --differing --out /tmp/tab
 """
 from __future__ import annotations
 
@@ -52,12 +57,28 @@ def with_deep_variants(suggest):
     return wrapped
 
 
-def shortlists(shape, budget: int, num_sms: int = 132) -> tuple[list, list]:
+def without_tma_store(suggest):
+    """A hopper `_suggest` whose picks store C with every thread (TMA_STORE=0), duplicates dropped."""
+    def wrapped(M, N, K, num_sms):
+        out = []
+        for p in suggest(M, N, K, num_sms):
+            q = dict(p, TMA_STORE=0)
+            if q not in out:
+                out.append(q)
+        return out
+    return wrapped
+
+
+RULES = {"deep": (with_deep_variants, "main", "deep"), "tma_store": (without_tma_store, "main", "no_tma")}
+
+
+def shortlists(shape, budget: int, num_sms: int = 132, rule: str = "deep") -> tuple[list, list]:
+    """(main's shortlist, the list with `rule`'s wrapper around hopper's suggestions) for one shape."""
     families = sorted(FAMILIES)
     rng = random.Random(0)
     old = plan(families, shape, budget=budget, sample="shortlist", rng=rng, num_sms=num_sms)
     hopper = FAMILIES["hopper"]
-    FAMILIES["hopper"] = dataclasses.replace(hopper, _suggest=with_deep_variants(hopper._suggest))
+    FAMILIES["hopper"] = dataclasses.replace(hopper, _suggest=RULES[rule][0](hopper._suggest))
     try:
         new = plan(families, shape, budget=budget, sample="shortlist", rng=rng, num_sms=num_sms)
     finally:
@@ -73,16 +94,20 @@ def main() -> None:
     ap.add_argument("--backend", default="gpu", help="simulated: a CPU dry run of the script (modelled times)")
     ap.add_argument("--budget-s", type=float, default=0, help="stop queueing results after this (0: none)")
     ap.add_argument("--part", default="0/1", help="K/N: every N-th shape of the set from the K-th (one command each)")
+    ap.add_argument("--rule", choices=sorted(RULES), default="deep",
+                    help="deep: main against main plus deep variants; tma_store: main against main without the TMA store")
     ap.add_argument("--differing", action="store_true",
                     help="only the shapes where the two lists differ (an A/B, not the set's figure)")
     args = ap.parse_args()
     k, n = (int(x) for x in args.part.split("/"))
     tag = args.set + (f"_part{k}of{n}" if n > 1 else "") + ("_differing" if args.differing else "")
+    tag += "" if args.rule == "deep" else f"_{args.rule}"
+    _, old_name, new_name = RULES[args.rule]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     lists, jobs, seen = {}, [], set()
     for shape in shapes_of(args.set)[k::n]:
-        old, new = shortlists(shape, args.budget)
+        old, new = shortlists(shape, args.budget, rule=args.rule)
         if args.differing and {c.id for c in old} == {c.id for c in new}:
             continue
         lists[shape] = ({c.id for c in old}, {c.id for c in new})
@@ -107,7 +132,7 @@ def main() -> None:
         best_new = min((t[k] for k in new if k in t), default=None)
         if best_old and best_new and lib.get(shape):
             rows.append({"shape": str(shape), "bucket": shape.bucket, "lib_ms": lib[shape],
-                         "main": lib[shape] / best_old, "deep": lib[shape] / best_new})
+                         old_name: lib[shape] / best_old, new_name: lib[shape] / best_new})
     (out / f"{tag}_shortlist_ab.json").write_text(json.dumps(rows, indent=1))
     if args.backend != "gpu":
         print("SIMULATED (the CPU test double's modelled times, not measurements)")
@@ -119,14 +144,15 @@ def main() -> None:
     by = defaultdict(list)
     for r in rows:
         by[r["bucket"]].append(r)
-    print(f"{'FLOP bucket':<14} {'shapes':>6} {'main vs lib':>11} {'deep vs lib':>11} {'min main':>8} {'min deep':>8}")
+    a, b = old_name, new_name
+    print(f"{'FLOP bucket':<14} {'shapes':>6} {a + ' vs lib':>11} {b + ' vs lib':>11} {'min ' + a:>8} {'min ' + b:>8}")
     order = ["<1 GFLOP", "1-10 GFLOP", "10-100 GFLOP", "0.1-1 TFLOP", ">=1 TFLOP"]
-    for b, rs in sorted(by.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99) + [("all", rows)]:
-        print(f"{b:<14} {len(rs):>6} {geomean([r['main'] for r in rs]):>11.3f} {geomean([r['deep'] for r in rs]):>11.3f} "
-              f"{min(r['main'] for r in rs):>8.3f} {min(r['deep'] for r in rs):>8.3f}")
-    for r in sorted(rows, key=lambda r: r["deep"] / r["main"]):
-        if abs(r["deep"] / r["main"] - 1) > 0.01:
-            print(f"  {r['shape']:<18} main {r['main']:.3f} deep {r['deep']:.3f}")
+    for bucket, rs in sorted(by.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99) + [("all", rows)]:
+        print(f"{bucket:<14} {len(rs):>6} {geomean([r[a] for r in rs]):>11.3f} {geomean([r[b] for r in rs]):>11.3f} "
+              f"{min(r[a] for r in rs):>8.3f} {min(r[b] for r in rs):>8.3f}")
+    for r in sorted(rows, key=lambda r: r[b] / r[a]):
+        if abs(r[b] / r[a] - 1) > 0.01:
+            print(f"  {r['shape']:<18} {a} {r[a]:.3f} {b} {r[b]:.3f}")
 
 
 if __name__ == "__main__":

@@ -278,13 +278,15 @@ def _ordered_where_it_pays(p: Params, M: int, N: int) -> Params:
 def _tma_store_where_it_pays(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> Params:
     """p storing C through two TMA staging tiles a consumer (TMA_STORE=2, at p's stages) where p's work
     items run at most 4 k-steps, there are more tiles than SMs and one CTA runs per SM; else p. There the
-    epilogue weighs most, and a persistent CTA's bulk store drains while it loads its next tile. Measured
-    on the H200 as pairs, the same kernel both ways in one run (benchmarks/session16, tma/): such picks
-    ran 1.071x with the TMA store (47 pairs on 13 shapes of grid125 and llm_layers, min 1.007); with at
-    most one tile an SM, 1.007 (36 pairs with M x N under 1M, 12 slower by 2%, down to 0.965) and 1.020
-    (28 pairs from 1M, 1 slower by 2%); one staging tile beside 2 CTAs an SM 1.003 (20 pairs); longer
-    k-loops no faster or slower (0.95-1.004 geomean by tile size and loop length, small tiles with 64+
-    k-steps down to 0.82). The rule is fitted to the same picks it was measured on."""
+    epilogue weighs most, and a persistent CTA's bulk store drains while it loads its next tile.
+    Measured on the H200 as pairs, the same kernel both ways in one run (benchmarks/session16; its
+    tma_pairs.py prints the tables):
+    - such picks: 1.071x with the TMA store (47 pairs on 9 grid125 shapes, min 1.007);
+    - at most one tile an SM: 1.007 under 1M outputs (36 pairs, 12 slower by 2%, down to 0.965), 1.020
+      from 1M (28 pairs, 1 slower by 2%);
+    - one staging tile beside 2 CTAs an SM: 1.003 (20 pairs);
+    - longer loops: 128x128 tiles and larger 0.998-1.011, smaller tiles 0.950-0.972 (down to 0.82).
+    The rule is fitted to the same picks it was measured on."""
     tiles = -(-M // p["BM"]) * -(-N // p["BN"])
     if k_tiles // max(1, p["SPLIT_K"]) > 4 or tiles <= num_sms or p["CTAS_PER_SM"] != 1 or p["TMA_STORE"]:
         return p
