@@ -1,10 +1,11 @@
-"""The source of the fastest correct kernel per shape in one or more archives (.sqlite or .sqlite.xz), written
+"""The source of the fastest correct kernel per shape in one or more archives (.sqlite, .sqlite.xz or .gz), written
 as SHAPE.cu into --out: the kernels `profile_worst.sh` profiles with ncu beside the library.
 
     python benchmarks/session15/winners_source.py --out /tmp/prof/cu run_b0/grid125_part0of2.sqlite.xz \
         run_b1/grid125_part1of2.sqlite.xz --shapes 4096x1024x256 16384x256x256
 """
 import argparse
+import gzip
 import lzma
 import shutil
 import sqlite3
@@ -22,9 +23,9 @@ best: dict[str, tuple[float, str, str]] = {}
 with tempfile.TemporaryDirectory() as tmp:
     for i, path in enumerate(args.archives):
         db_path = path
-        if path.endswith(".xz"):
+        if path.endswith((".xz", ".gz")):
             db_path = f"{tmp}/{i}.sqlite"
-            with lzma.open(path) as src, open(db_path, "wb") as dst:
+            with (lzma.open(path) if path.endswith(".xz") else gzip.open(path)) as src, open(db_path, "wb") as dst:
                 shutil.copyfileobj(src, dst)
         db = sqlite3.connect(db_path)
         for shape in args.shapes:
