@@ -517,20 +517,30 @@ def test_the_shortlist_stores_through_tma_only_short_loops_over_more_tiles_than_
                   (16384, 4096, 320)):
         M, N, K = shape
         picks = fam.suggest(*shape, limit=24)
-        for p in picks:
-            if p == fam.default:  # the family's fallback, appended as it is
+        for i, p in enumerate(picks):
+            if p == fam.default and i == len(picks) - 1:  # the family's fallback, appended as it is
                 continue
             tiles = -(-M // p["BM"]) * -(-N // p["BN"])
-            pays = -(-K // 64) // p["SPLIT_K"] <= 4 and tiles > 132 and p["CTAS_PER_SM"] == 1
+            pays = -(-K // 64) <= 4 and tiles > 132 and p["CTAS_PER_SM"] == 1
             assert p["TMA_STORE"] in ((0, 2) if pays else (0,)), (shape, p)
             assert not pays or p["TMA_STORE"] or fam.problem(dict(p, TMA_STORE=2)), (shape, p)
         assert (sum(p["TMA_STORE"] for p in picks) > 0) == (shape in ((16384, 16384, 256), (4096, 1024, 256),
                                                                         (64, 16384, 64))), shape
     base = dict(fam.default, BM=128, BN=256, STAGES=4)
-    assert _tma_store_where_it_pays(base, 16384, 16384, 4, 132)["TMA_STORE"] == 2
+    assert _tma_store_where_it_pays(base, 16384, 16384, 4, 132) == dict(base, TMA_STORE=2)  # same stages
     assert _tma_store_where_it_pays(base, 16384, 16384, 5, 132) == base  # 5 k-steps
     assert _tma_store_where_it_pays(base, 1024, 2048, 4, 132) == base  # 64 tiles
-    assert _tma_store_where_it_pays(dict(base, SPLIT_K=2), 16384, 16384, 8, 132) == dict(base, SPLIT_K=2)
+    assert _tma_store_where_it_pays(base, 128 * 12, 256 * 11, 4, 132) == base  # 132 tiles: one each
+    assert _tma_store_where_it_pays(base, 128 * 12, 256 * 11 + 1, 4, 132)["TMA_STORE"] == 2  # 144
+    # two staging tiles that do not fit beside the pick's stages: the pick as it was, not fewer stages
+    wide = dict(base, BN=192, STAGES=5)
+    assert fam.problem(dict(wide, TMA_STORE=2)) and _tma_store_where_it_pays(wide, 16384, 16384, 4, 132) == wide
+    # two CTAs an SM: left alone even where two staging tiles fit (one tile there gained nothing)
+    pair = dict(base, BM=64, BN=64, CONSUMERS=1, CTAS_PER_SM=2, STAGES=2)
+    assert fam.problem(dict(pair, TMA_STORE=2)) is None and _tma_store_where_it_pays(pair, 16384, 16384, 4, 132) == pair
+    # the top pick's twin without it stays on the list as the family's fallback, last
+    top = fam.suggest(16384, 16384, 256, limit=64)
+    assert top[0] == dict(base, TMA_STORE=2) and top[-1] == fam.default
 
 
 def test_the_shortlist_orders_the_fixup_of_few_parts_only():

@@ -145,11 +145,11 @@ def main() -> None:
     for r in rows:
         by[r["bucket"]].append(r)
     a, b = old_name, new_name
-    print(f"{'FLOP bucket':<14} {'shapes':>6} {a + ' vs lib':>11} {b + ' vs lib':>11} {'min ' + a:>8} {'min ' + b:>8}")
+    print(f"{'FLOP bucket':<14} {'shapes':>6} {a + ' vs lib':>13} {b + ' vs lib':>13} {'min ' + a:>10} {'min ' + b:>10}")
     order = ["<1 GFLOP", "1-10 GFLOP", "10-100 GFLOP", "0.1-1 TFLOP", ">=1 TFLOP"]
     for bucket, rs in sorted(by.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99) + [("all", rows)]:
-        print(f"{bucket:<14} {len(rs):>6} {geomean([r[a] for r in rs]):>11.3f} {geomean([r[b] for r in rs]):>11.3f} "
-              f"{min(r[a] for r in rs):>8.3f} {min(r[b] for r in rs):>8.3f}")
+        print(f"{bucket:<14} {len(rs):>6} {geomean([r[a] for r in rs]):>13.3f} {geomean([r[b] for r in rs]):>13.3f} "
+              f"{min(r[a] for r in rs):>10.3f} {min(r[b] for r in rs):>10.3f}")
     for r in sorted(rows, key=lambda r: r[b] / r[a]):
         if abs(r[b] / r[a] - 1) > 0.01:
             print(f"  {r['shape']:<18} {a} {r[a]:.3f} {b} {r[b]:.3f}")

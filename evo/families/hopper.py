@@ -276,19 +276,23 @@ def _ordered_where_it_pays(p: Params, M: int, N: int) -> Params:
 
 
 def _tma_store_where_it_pays(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> Params:
-    """p storing C through two TMA staging tiles a consumer (TMA_STORE=2, at p's stages) where p's work
-    items run at most 4 k-steps, there are more tiles than SMs and one CTA runs per SM; else p. There the
-    epilogue weighs most, and a persistent CTA's bulk store drains while it loads its next tile.
-    Measured on the H200 as pairs, the same kernel both ways in one run (benchmarks/session16; its
-    tma_pairs.py prints the tables):
-    - such picks: 1.071x with the TMA store (47 pairs on 9 grid125 shapes, min 1.007);
+    """p storing C through two TMA staging tiles a consumer (TMA_STORE=2, at p's stages) where K is at
+    most 4 k-steps (the TMA store takes no split-K, so that is each tile's loop), there are more tiles
+    than SMs and one CTA runs per SM; else p. There the epilogue weighs most, and a persistent CTA's
+    bulk store drains while it loads its next tile. Measured on the H200 as pairs, the same kernel both
+    ways in one run (benchmarks/session16; its tma_pairs.py prints the tables):
+    - such picks: 1.071x with the TMA store (47 pairs on 9 grid125 shapes, min 1.007); 46 of them at
+      K = 256, one at K = 64;
     - at most one tile an SM: 1.007 under 1M outputs (36 pairs, 12 slower by 2%, down to 0.965), 1.020
       from 1M (28 pairs, 1 slower by 2%);
-    - one staging tile beside 2 CTAs an SM: 1.003 (20 pairs);
+    - one staging tile beside 2 CTAs an SM: 1.003 (20 pairs); two beside 2 CTAs: not measured;
     - longer loops: 128x128 tiles and larger 0.998-1.011, smaller tiles 0.950-0.972 (down to 0.82).
-    The rule is fitted to the same picks it was measured on."""
+    The rule is fitted to the same picks it was measured on. The grid125 sweep that followed timed the
+    rule's top pick (128x256, 4 stages) beside its twin without the TMA store on 11 shapes: 1.108x
+    (1.063-1.194; 5 of them at K = 64). That twin is the family default, which `suggest` appends
+    when no pick equals it, so on those shapes the list ends with it."""
     tiles = -(-M // p["BM"]) * -(-N // p["BN"])
-    if k_tiles // max(1, p["SPLIT_K"]) > 4 or tiles <= num_sms or p["CTAS_PER_SM"] != 1 or p["TMA_STORE"]:
+    if k_tiles > 4 or tiles <= num_sms or p["CTAS_PER_SM"] != 1 or p["TMA_STORE"]:
         return p
     q = dict(p, TMA_STORE=2)
     return q if _problem(q) is None else p
