@@ -10,20 +10,26 @@ from evo.families import HOPPER
 from evo.search.bench import run_bench
 
 
+def _stopping_after(n: int):
+    """Evaluator.evaluate that yields its first n results, then raises KeyboardInterrupt (as Ctrl-C or
+    `timeout -s INT` would, while the next evaluation runs)."""
+    real = Evaluator.evaluate
+
+    def evaluate(self, pairs, **kw):
+        for i, e in enumerate(real(self, pairs, **kw)):
+            if i == n:
+                raise KeyboardInterrupt
+            yield e
+    return evaluate
+
+
 def test_an_interrupted_bench_prints_and_keeps_the_shapes_it_finished(tmp_path, monkeypatch, caplog, compile_cache):
     kernel = tmp_path / "k.cu"
     kernel.write_text(HOPPER.render(HOPPER.default))
     c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,256x256x256,1024x1024x1024]",
                       "search.progress=false", f"kernels=[{kernel}]", f"archive.path={tmp_path / 'b.sqlite'}"])
-    real = Evaluator.evaluate
-
-    def stopped_after_one(self, pairs, **kw):  # the interruption lands while the second kernel timing runs
-        for i, e in enumerate(real(self, pairs, **kw)):
-            if i == 1:
-                raise KeyboardInterrupt
-            yield e
-
-    monkeypatch.setattr(Evaluator, "evaluate", stopped_after_one)
+    # the interruption lands while the second kernel timing runs
+    monkeypatch.setattr(Evaluator, "evaluate", _stopping_after(1))
     with caplog.at_level(logging.INFO), pytest.raises(KeyboardInterrupt):
         run_bench(c, raw)
     text = caplog.text
@@ -36,3 +42,27 @@ def test_an_interrupted_bench_prints_and_keeps_the_shapes_it_finished(tmp_path, 
     assert run["status"] == "stopped"
     assert len(rows) == 3 and sum(r["kernel_k.cu_ms"] is not None for r in rows) == 1
     assert all(r["torch_ms"] for r in rows)
+
+
+def test_an_interrupted_sweep_prints_and_keeps_the_table_of_what_it_finished(tmp_path, monkeypatch, caplog,
+                                                                             compile_cache):
+    """A sweep cut by `timeout -s INT` (as the GPU sessions cut theirs) shows the bucket table of the
+    evaluations that finished, and stores it as the run's summary, before it stops."""
+    from evo.search.sweep import run_sweep
+    c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,256x256x256,1024x1024x1024]",
+                      "sweep.sample=shortlist", "sweep.budget=2", "family=hopper", "search.progress=false",
+                      f"archive.path={tmp_path / 's.sqlite'}"])
+    monkeypatch.setattr(Evaluator, "evaluate", _stopping_after(3))
+    with caplog.at_level(logging.INFO), pytest.raises(KeyboardInterrupt):
+        run_sweep(c, raw)
+    assert "stopped after 3 of 6 evaluations; speedup of the best configuration per shape so far" in caplog.text
+    a = Archive.open(tmp_path / "s.sqlite", create=False, readonly=True)
+    run = a.last_run()
+    summary = a.get_state(run["id"], "summary")
+    finished = a.db.execute("select count(distinct M || 'x' || N || 'x' || K) from evaluations "
+                            "where run_id = ? and status = 'ok' and kernel_id is not null", (run["id"],)).fetchone()[0]
+    a.close()
+    assert run["status"] == "stopped"
+    overall = next(r for r in summary if r["bucket"] == "all")
+    # results arrive as they finish, not in the order queued: the shapes covered are those with a result
+    assert overall["shapes"] == 3 and overall["covered"] == finished >= 2 and overall["geomean_speedup"] > 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
@@ -23,6 +24,10 @@ from evo.core.summary import bucket_table
 from evo.families import FAMILIES
 from evo.search.progress import Progress
 from evo.search.session import recorded_session
+
+if TYPE_CHECKING:
+    from evo.archive import Archive
+    from evo.evaluation.evaluator import Evaluator
 
 log = logging.getLogger(__name__)
 
@@ -91,20 +96,27 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
         kept_out = 0  # correct, but timed on a throttled GPU: not in the cells
         raced = 0  # timed with one replay: far slower than the shape's fastest so far
         progress = Progress(len(pairs), "sweep", enabled=c.search.progress)
-        for e in ev.evaluate(pairs):
-            if not e.ok:
-                failures[str(e.status)] += 1
-            offer(archive, run_id, cell_of(e.shape), e)
-            if e.ok and throttled(e):
-                kept_out += 1
-            raced += e.raced(c.evaluator.replays)
-            progress.update(note=f"{e.shape} {e.status}")
+        done = 0
+        try:
+            for e in ev.evaluate(pairs):
+                if not e.ok:
+                    failures[str(e.status)] += 1
+                offer(archive, run_id, cell_of(e.shape), e)
+                if e.ok and throttled(e):
+                    kept_out += 1
+                raced += e.raced(c.evaluator.replays)
+                done += 1
+                progress.update(note=f"{e.shape} {e.status}")
+        except KeyboardInterrupt:  # stopped: what finished is in the archive; show its table before leaving
+            progress.close()
+            summary = _summary(archive, run_id, ev, shapes)
+            archive.put_state(run_id, "summary", summary)
+            log.info(f"{simulated_note(c.evaluator.backend)}stopped after {done} of {len(pairs)} evaluations; speedup "
+                     "of the best configuration per shape so far over the best library:\n"
+                     + format_bucket_table(summary), extra=RESULT)
+            raise
         progress.close()
-        best = {Shape(r["M"], r["N"], r["K"]): r for r in elites(archive, run_id)}
-        for shape, r in best.items():
-            floor = ev.peaks(ev.devices[0].key).floor_ms(shape.flops, shape.min_bytes)
-            r["roofline_fraction"] = floor / r["time_ms"]
-        summary = bucket_table({shape: best.get(shape, {}) for shape in shapes})
+        summary = _summary(archive, run_id, ev, shapes)
         log.info(f"{simulated_note(c.evaluator.backend)}speedup of the best configuration per shape over the best "
                  "library:\n"
                  + format_bucket_table(summary), extra=RESULT)
@@ -125,6 +137,16 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
         archive.put_state(run_id, "summary", summary)
         return {"run_id": run_id, "summary": summary, "failures": dict(failures), "throttled": kept_out,
                 "raced": raced}
+
+
+def _summary(archive: Archive, run_id: int, ev: Evaluator, shapes: list[Shape]) -> list[dict]:
+    """The bucket table of the run's best evaluation per shape (shapes without one count as uncovered),
+    with each best's fraction of the first GPU's roofline floor."""
+    best = {Shape(r["M"], r["N"], r["K"]): r for r in elites(archive, run_id)}
+    for shape, r in best.items():
+        floor = ev.peaks(ev.devices[0].key).floor_ms(shape.flops, shape.min_bytes)
+        r["roofline_fraction"] = floor / r["time_ms"]
+    return bucket_table({shape: best.get(shape, {}) for shape in shapes})
 
 
 def format_bucket_table(rows: list[dict]) -> str:
