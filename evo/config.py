@@ -169,7 +169,7 @@ class CompareConfig:
     seeds: int = 3  # seeds of the seeded arms (search, uniform, random_tc); the shortlist runs once
     out: str = "runs/compare"  # folder of the arms' archives and compare.json
     arms: list[str] = field(default_factory=lambda: ["search", "shortlist", "random_tc", "uniform"])
-    report_only: bool = False  # only tabulate the finished arms found in `out`
+    report_only: bool = False  # only tabulate the finished arms found in `out`, at the budget and shapes they ran
     # every arm's per-shape best timed again side by side, this many rounds (0: not), so that no arm's
     # figure is the luckiest of many draws (evo/search/retime.py)
     retime_rounds: int = 3

@@ -33,7 +33,19 @@ def _plt():
     return plt
 
 
-def speedup_by_bucket(elites: list[dict], path: Path) -> None:
+SIMULATED_STAMP = "SIMULATED: modelled by the CPU test double, not measured"
+
+
+def _save(fig, path: Path, stamp: str, **kw) -> None:
+    """Write the figure, marked across its top with `stamp` (a simulated run's figures say so on their
+    face, not only in the page around them), and free it."""
+    if stamp:
+        fig.text(0.5, 0.995, stamp, ha="center", va="top", color="red", fontsize=9, weight="bold")
+    fig.savefig(path, dpi=110, **kw)
+    _plt().close(fig)
+
+
+def speedup_by_bucket(elites: list[dict], path: Path, stamp: str = "") -> None:
     plt = _plt()
     libs = sorted({lib for e in elites for lib in e["libraries"]})
     labels = [b[0] for b in BUCKETS]
@@ -46,15 +58,17 @@ def speedup_by_bucket(elites: list[dict], path: Path) -> None:
     ax.axhline(1.0, color="k", lw=0.8, ls="--")
     ax.set_xticks(range(len(labels)), labels)
     ax.set_yscale("log")
+    from matplotlib.ticker import FormatStrFormatter
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%.2g"))
+    ax.yaxis.set_minor_formatter(FormatStrFormatter("%.2g"))
     ax.set_ylabel("speedup (library time / kernel time)")
     ax.set_title("Best kernel per shape against each library, by FLOP bucket")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path, stamp)
 
 
-def speedup_maps(elites: list[dict], path: Path) -> bool:
+def speedup_maps(elites: list[dict], path: Path, stamp: str = "") -> bool:
     """M x N heatmaps of the speedup over the best library, one panel per K (grid-like shape sets)."""
     plt = _plt()
     ks = sorted({e["K"] for e in elites})
@@ -77,12 +91,11 @@ def speedup_maps(elites: list[dict], path: Path) -> bool:
         ax.set_ylabel("M", fontsize=8)
     fig.colorbar(im, ax=axes[0].tolist(), label="log2 speedup vs best library", shrink=0.8)
     fig.suptitle("Speedup over the best library (blue: faster)", fontsize=10)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    _save(fig, path, stamp, bbox_inches="tight")
     return True
 
 
-def best_so_far(a: Archive, run_id: int, path: Path) -> None:
+def best_so_far(a: Archive, run_id: int, path: Path, stamp: str = "") -> None:
     """Per island: geomean over its shapes of the best speedup found so far, against evaluations.
 
     A curve starts once the island has a correct kernel on every shape it ever evaluates, so that
@@ -113,11 +126,10 @@ def best_so_far(a: Archive, run_id: int, path: Path) -> None:
     if series:
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path, stamp)
 
 
-def operator_probabilities(a: Archive, run_id: int, path: Path) -> None:
+def operator_probabilities(a: Archive, run_id: int, path: Path, stamp: str = "") -> None:
     """Mean probability of each operator over contexts, after each generation."""
     plt = _plt()
     gens, curves = [], defaultdict(list)
@@ -137,11 +149,10 @@ def operator_probabilities(a: Archive, run_id: int, path: Path) -> None:
     if curves:
         ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path, stamp)
 
 
-def coverage(a: Archive, run_id: int, n_cells: int, path: Path) -> None:
+def coverage(a: Archive, run_id: int, n_cells: int, path: Path, stamp: str = "") -> None:
     plt = _plt()
     cells: dict = {}
     xs, cov, qd = [], [], []
@@ -159,11 +170,10 @@ def coverage(a: Archive, run_id: int, n_cells: int, path: Path) -> None:
     ax2.set_ylabel("QD-score (sum of log speedups)", color="C1")
     ax.set_title("MAP-Elites coverage and QD-score")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path, stamp)
 
 
-def failures_plot(rows: list[dict], path: Path) -> None:
+def failures_plot(rows: list[dict], path: Path, stamp: str = "") -> None:
     plt = _plt()
     by_status: dict[str, dict[str, int]] = defaultdict(dict)
     for r in rows:
@@ -182,8 +192,7 @@ def failures_plot(rows: list[dict], path: Path) -> None:
         ax.legend(fontsize=7)
     plt.setp(ax.get_xticklabels(), rotation=20, fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path, stamp)
 
 
 REPORT_EXTRA = "pip install 'evo-hgemm[report]' (or -e '.[report]' in evo's checkout)"
@@ -219,12 +228,14 @@ def report(archive_path: str, *, run_id: int | None = None, out: str | None = No
         n_cells = len(build_shape_set(listed=shapes_cfg.get("list", []), grid=shapes_cfg.get("grid", [])))
     except Exception:
         n_cells = len(elites)
-    pngs = {"speedup_by_bucket.png": lambda p: speedup_by_bucket(elites, p),
-            "speedup_maps.png": lambda p: speedup_maps(elites, p),
-            "best_so_far.png": lambda p: best_so_far(a, rid, p),
-            "operator_probabilities.png": lambda p: operator_probabilities(a, rid, p),
-            "coverage.png": lambda p: coverage(a, rid, n_cells, p),
-            "failures.png": lambda p: failures_plot(q.failures(a, rid), p)}
+    simulated = run.get("backend") == "simulated" or any(e["backend"] == "simulated" for e in elites)
+    stamp = SIMULATED_STAMP if simulated else ""
+    pngs = {"speedup_by_bucket.png": lambda p: speedup_by_bucket(elites, p, stamp),
+            "speedup_maps.png": lambda p: speedup_maps(elites, p, stamp),
+            "best_so_far.png": lambda p: best_so_far(a, rid, p, stamp),
+            "operator_probabilities.png": lambda p: operator_probabilities(a, rid, p, stamp),
+            "coverage.png": lambda p: coverage(a, rid, n_cells, p, stamp),
+            "failures.png": lambda p: failures_plot(q.failures(a, rid), p, stamp)}
     made = []
     with warnings.catch_warnings():  # matplotlib's notes on empty plots (no legend entries, ...) are noise here
         warnings.simplefilter("ignore", UserWarning)
@@ -232,7 +243,6 @@ def report(archive_path: str, *, run_id: int | None = None, out: str | None = No
             if draw(out_dir / name) is not False:
                 made.append(name)
     table = bucket_table({Shape(e["M"], e["N"], e["K"]): e for e in elites})
-    simulated = any(e["backend"] == "simulated" for e in elites)
     page = _html(run, elites, table, made, out_dir, simulated, n_cells, q.throttling(a, rid))
     (out_dir / "report.html").write_text(page, encoding="utf-8")
     log.info(f"report of {run_label(run)}: {out_dir / 'report.html'} (+ {len(made)} PNGs)", extra=RESULT)

@@ -85,6 +85,21 @@ def test_report_has_every_plot_and_says_it_is_simulated(run_archive, tmp_path):
         assert f"<td>{e['time_ms'] * 1e3:.2f}</td><td>{e['speedup']:.3f}</td>" in page
 
 
+def test_a_simulated_runs_figures_say_so_on_their_face(run_archive, tmp_path, monkeypatch):
+    """Each PNG is stamped SIMULATED across its top (a figure copied out of the page still says so)."""
+    import evo.report
+    stamped = {}
+    real = evo.report._save
+
+    def save(fig, path, stamp, **kw):
+        real(fig, path, stamp, **kw)
+        stamped[Path(path).name] = [t.get_text() for t in fig.texts]
+
+    monkeypatch.setattr(evo.report, "_save", save)
+    report(str(run_archive), out=str(tmp_path / "rep"))
+    assert len(stamped) == 6 and all(evo.report.SIMULATED_STAMP in texts for texts in stamped.values())
+
+
 @pytest.mark.parametrize("missing", ["matplotlib", "jinja2"])
 def test_report_without_the_report_extra_says_in_one_line_what_to_install(run_archive, tmp_path, monkeypatch,
                                                                            capsys, missing):

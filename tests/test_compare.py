@@ -49,6 +49,22 @@ def test_compare_runs_every_arm_at_the_same_budget_and_keeps_finished_arms(tmp_p
     assert Archive.open(out / "retime.sqlite").last_run()["id"] == run["id"]
     assert again["arms"]["search"]["geomean_vs_shortlist_retimed"] == \
         result["arms"]["search"]["geomean_vs_shortlist_retimed"]
+    # report_only with the defaults (24 per shape, 3 seeds, the smoke shapes) tabulates the arms as they ran
+    c2, raw2 = compose(["evaluator=simulated", "llm=none", f"compare.out={out}", "compare.report_only=true"])
+    report = run_compare(c2, raw2)
+    assert report["budget_per_shape"] == 6 and set(report["arms"]) == set(result["arms"])
+    assert {str(s) for s in report["arms"]["search"]["per_shape"]} == {"77x4096x4096", "1024x1024x1024"}
+    assert report["arms"]["search"]["geomean_vs_shortlist"] == result["arms"]["search"]["geomean_vs_shortlist"]
+
+
+def test_report_only_refuses_a_folder_without_finished_arms(tmp_path):
+    import pytest
+
+    from evo.core.errors import EvoError
+    c, raw = compose(["evaluator=simulated", "llm=none", f"compare.out={tmp_path / 'none'}", "compare.report_only=true"])
+    with pytest.raises(EvoError, match="no finished arm in"):
+        run_compare(c, raw)
+    assert not (tmp_path / "none").exists()
 
 
 def test_evaluations_to_95_count_per_shape():

@@ -71,8 +71,8 @@ def genes_apart_from_default(family: str | None, params_json: str | None) -> str
 
 
 def _note_simulated(rows: list[dict]) -> None:
-    if any(r["backend"] == "simulated" for r in rows):
-        print("NOTE: backend=simulated: these times are MODELLED by the CPU test double, not measured")
+    if any(r.get("backend") == "simulated" for r in rows):
+        print("NOTE: backend=simulated: these results are MODELLED by the CPU test double, not measured")
 
 
 def cmd_show(args) -> None:
@@ -125,6 +125,8 @@ def cmd_failures(args) -> None:
     # children that failed before any evaluation (an operator's error, a child no shape supports) are
     # not evaluations: the search counts them in its state
     made = (a.get_state(run_id, "search") or {}).get("failures") or {}
+    if rows and not args.json:
+        _note_simulated([run])  # a failure of the test double is modelled too (it never ran the kernel)
     _emit(args, rows, ["status", "operator", "count"], empty=no_failures(run))
     if made and not args.json:
         print("children that never reached the evaluator (counted by the search): "

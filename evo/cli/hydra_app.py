@@ -77,7 +77,7 @@ HELP = {
                                                                "without the model's prior; + screened: at least "
                                                                "search.screen_factor=3; + replay: with the "
                                                                "replay_change operator)"),
-         ("compare.report_only=true", "only tabulate the finished arms in compare.out"),
+         ("compare.report_only=true", "only tabulate the finished arms in compare.out, as they ran"),
          ("shapes=NAME", "shape set")),
         ("evo compare shapes=llm_layers compare.budget=24 llm=none compare.out=runs/compare24",)),
     "selftest": CommandHelp(

@@ -75,7 +75,8 @@ def run_selftest(ev: Evaluator, *, cases: tuple[Case, ...] = CASES) -> list[dict
     for case in cases:
         bad = load(case.kernel)
         if case.expected == Status.TIMEOUT:  # a minute of silence otherwise
-            log.info(f"...   {case.kernel:<22} never finishes: waiting for the evaluator's timeout to stop it")
+            log.info(f"...   {case.kernel:<22} never finishes: waiting for the evaluator's timeout to stop it "
+                     f"({ev.cfg.timeout_s:g} s; evaluator.timeout_s=... sets it)")
         for cand, shape, expected in ((bad, case.shape, case.expected), (good, SMALL, Status.OK)):
             e = evaluate(cand, shape)
             ok, note = e.status == expected, e.error.splitlines()[0][:150] if e.error else ""

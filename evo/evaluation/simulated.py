@@ -150,7 +150,8 @@ class SimulatedHarness:
         if "launch-error" in markers:
             return result(Status.LAUNCH_ERROR, "the module could not be loaded or configured (simulated)")
         if "oob" in markers:
-            return result(Status.MEMORY_VIOLATION, "wrote outside its buffers (guard zone of C changed) (simulated)")
+            return result(Status.MEMORY_VIOLATION, "wrote outside its buffers (a guard zone or an input changed) "
+                          "(simulated)")
         if "incorrect" in markers or ("fp16acc" in markers and shape.K >= 512):
             return result(Status.INCORRECT, "normwise relative error 2.1e-03 exceeds 5e-04 (simulated)", max_rel_err=2.1e-3)
         if "slow" in markers:

@@ -73,11 +73,10 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
             progress.close()  # the table starts on a line of its own
         timed = [shape for shape in shapes if shape in libs] if interrupted else shapes
         rows = bench_rows(c, timed, peaks, libs, kernels, elite, kernel_times)
-        notes = [simulated_note(c.evaluator.backend)]
-        if interrupted:
-            notes.append(f"interrupted: the {len(timed)} of {len(shapes)} shapes whose libraries were timed, "
-                         f"with {len(kernel_times)} of {len(pairs)} kernel timings")
-        log.info("".join(n + "\n" for n in notes if n) + format_bench(rows, c.evaluator.libraries, kernel_names),
+        title = (f"interrupted: the {len(timed)} of {len(shapes)} shapes whose libraries were timed, with "
+                 f"{len(kernel_times)} of {len(pairs)} kernel timings" if interrupted else
+                 f"libraries{' and kernels' if pairs else ''} on {len(shapes)} shapes")
+        log.info(simulated_note(c.evaluator.backend) + title + "\n" + format_bench(rows, c.evaluator.libraries, kernel_names),
                  extra=RESULT)
         s.archive.put_state(s.run_id, "bench_rows", rows)
         if interrupted:

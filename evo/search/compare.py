@@ -44,8 +44,9 @@ from tabulate import tabulate
 from evo.archive import Archive
 from evo.archive.elites import elites
 from evo.archive.queries import evaluation_trace, kernel_row, operator_use
-from evo.config import EvoConfig, as_dict
+from evo.config import COMPARE_ARMS, EvoConfig, as_dict
 from evo.core.compile_options import options_or_none
+from evo.core.errors import EvoError
 from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import Shape, build_shape_set
 from evo.core.summary import geomean
@@ -386,10 +387,54 @@ def _add_retimed(c: EvoConfig, runs: list[ArmRun]) -> None:
         r.retimed_ms = {s: medians[(k, s)] for s, k in r.best_kernel.items() if (k, s) in medians}
 
 
+def stored_arms(out: Path) -> list[tuple[str, int]]:
+    """The (arm, seed) of every finished arm archive in `out`, by its file name (`archive_path`)."""
+    found = []
+    for path in sorted(out.glob("*.sqlite")):
+        arm, _, seed = path.stem.partition(".seed")
+        if arm in COMPARE_ARMS and (seed.isdigit() if arm in SEEDED else not seed) and finished(path):
+            found.append((arm, int(seed or 0)))
+    return found
+
+
+def as_run(c: EvoConfig, out: Path) -> EvoConfig:
+    """For `compare.report_only`: `c` with the arms, seeds, budget per shape and shapes that the
+    finished arms in `out` were run with (read from their archives), saying where they differ from
+    the command's; refused where there is nothing to tabulate or the arms disagree."""
+    arms = stored_arms(out) if out.is_dir() else []
+    if not arms:
+        raise EvoError(f"compare.report_only: no finished arm in {out}; run `evo compare compare.out={out}` first")
+    settings = set()
+    for arm, seed in arms:
+        a = Archive.open(archive_path(out, arm, seed), create=False, readonly=True)
+        try:
+            run = a.last_run()
+            stored = json.loads(run["config_json"]) if run and run.get("config_json") else {}
+        finally:
+            a.close()
+        shapes, compare = stored.get("shapes", {}), stored.get("compare", {})
+        settings.add((compare.get("budget"), tuple(shapes.get("list") or ()), tuple(shapes.get("grid") or ())))
+    if len(settings) > 1 or None in next(iter(settings)):
+        raise EvoError(f"compare.report_only: the arms in {out} were not run with one budget and shape set: "
+                       "tabulate them from separate folders")
+    budget, listed, grid = next(iter(settings))
+    r = copy.deepcopy(c)
+    r.compare.budget, r.shapes.list, r.shapes.grid = budget, list(listed), list(grid)
+    r.compare.arms = list(dict.fromkeys(arm for arm, _ in arms))
+    r.compare.seeds = 1 + max(seed for _, seed in arms)
+    if (budget, list(listed), list(grid)) != (c.compare.budget, list(c.shapes.list), list(c.shapes.grid)):
+        n = len(build_shape_set(listed=r.shapes.list, grid=r.shapes.grid))
+        log.warning(f"compare.report_only: the arms in {out} ran {budget} evaluations per shape on {n} shapes; "
+                    "tabulated as they ran, not at this command's budget and shapes")
+    return r
+
+
 def run_compare(c: EvoConfig, raw=None) -> dict:
     """Run the arms not finished yet in `compare.out` (seed by seed), then tabulate every finished one.
     Returns the comparison (also written to `compare.out`/compare.json)."""
     out = Path(c.compare.out)
+    if c.compare.report_only:
+        c = as_run(c, out)
     made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
