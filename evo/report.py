@@ -19,7 +19,7 @@ from evo.archive import queries as q
 from evo.archive.empty import no_kernels, run_label
 from evo.archive.search_state import policy_history
 from evo.core.errors import EvoError
-from evo.core.logs import RESULT
+from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import BUCKETS, Shape
 from evo.core.summary import bucket_table, geomean
 
@@ -245,7 +245,8 @@ def report(archive_path: str, *, run_id: int | None = None, out: str | None = No
     table = bucket_table({Shape(e["M"], e["N"], e["K"]): e for e in elites})
     page = _html(run, elites, table, made, out_dir, simulated, n_cells, q.throttling(a, rid))
     (out_dir / "report.html").write_text(page, encoding="utf-8")
-    log.info(f"report of {run_label(run)}: {out_dir / 'report.html'} (+ {len(made)} PNGs)", extra=RESULT)
+    log.info(f"{simulated_note('simulated' if simulated else 'gpu')}report of {run_label(run)}: "
+             f"{out_dir / 'report.html'} (+ {len(made)} PNGs)", extra=RESULT)
     return out_dir / "report.html"
 
 

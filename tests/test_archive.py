@@ -133,3 +133,21 @@ def test_a_gzipped_archive_is_read_as_it_is_and_refused_for_writing(tmp_path):
     from evo.serve import serve
     with pytest.raises(EvoError, match="gunzip -k"):  # Datasette reads only plain files
         serve(str(tmp_path / "a.sqlite.gz"))
+
+
+def test_an_elite_names_the_operator_its_own_run_evaluated_it_by(tmp_path):
+    """A sweep whose best kernel an earlier search in the same archive made first shows the sweep's
+    operator, not the search's (the kernels table keeps the maker)."""
+    from evo.archive.queries import elites
+    a = Archive.open(tmp_path / "a.sqlite")
+    search = a.start_run(kind="search", config={}, seed=0, backend="simulated")
+    a.insert("kernels", {"id": "k1", "source": "", "family": "hopper", "params_json": "{}", "operator": "next_pick",
+                         "run_id": search})
+    sweep = a.start_run(kind="sweep", config={}, seed=0, backend="simulated")
+    ev = a.insert("evaluations", {"run_id": sweep, "kernel_id": "k1", "M": 64, "N": 64, "K": 64, "status": "ok",
+                                  "time_ms": 0.01, "speedup": 1.0, "mode": "rotating", "gpu": "g", "backend": "simulated",
+                                  "operator": "sweep_shortlist"})
+    a.insert("elites", {"run_id": sweep, "cell": "64x64x64", "M": 64, "N": 64, "K": 64, "kernel_id": "k1",
+                        "evaluation_id": ev, "time_ms": 0.01, "speedup": 1.0})
+    (row,) = elites(a, sweep)
+    assert row["operator"] == "sweep_shortlist" and row["family"] == "hopper"

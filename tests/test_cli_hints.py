@@ -63,4 +63,5 @@ def test_a_report_of_a_run_without_kernels_warns_and_leaks_no_library_warning(se
     assert stderr.strip() == (f"warning: the report shows no speedups: no kernels in run 2 (bench) of "
                               f"{search_then_bench}: a bench fills no cells; run 1 (search) has 1: evo report "
                               f"{search_then_bench} --run 1")
-    assert stdout.strip() == f"report of run 2 (bench): {tmp_path / 'r' / 'report.html'} (+ 5 PNGs)"
+    assert stdout.strip() == (f"SIMULATED (CPU test double: modelled times, not measurements): report of run 2 "
+                              f"(bench): {tmp_path / 'r' / 'report.html'} (+ 5 PNGs)")

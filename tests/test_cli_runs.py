@@ -57,7 +57,8 @@ def test_multirun_gives_one_archive_per_job_and_a_summary(tmp_path):
         assert [r["status"] for r in runs] == ["finished"]
         assert (tmp_path / "sweep" / str(job) / "runs.run1.log").is_file()
     assert not (tmp_path / "runs.sqlite").exists()  # nothing written where the jobs would collide
-    assert "2 jobs:" in out.stdout and "islands.tournament=1" in out.stdout and "islands.tournament=2" in out.stdout
+    assert "SIMULATED (CPU test double: modelled times, not measurements): 2 jobs:" in out.stdout
+    assert "islands.tournament=1" in out.stdout and "islands.tournament=2" in out.stdout
 
 
 def test_multirun_checks_every_job_before_running_any(tmp_path):

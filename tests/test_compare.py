@@ -164,4 +164,8 @@ def test_compare_shows_what_the_operator_policy_learned():
     text = _format_policy({"arms": {"search": {"policy": table}, "uniform": {"policy": _policy_over_seeds(
         [ArmRun("uniform", 0, policy=flat, policy_weights=[1])])}}}, ["search", "uniform"])
     assert "uniform: 0.33" in text and "0.33 [0.33-0.33]" in text and "next_pick" in text
+    assert "never moved from uniform" not in text  # the search's policy moved
+    unmoved = _policy_over_seeds([ArmRun("search", 0, policy=flat, policy_weights=[1])])
+    text = _format_policy({"arms": {"search": {"policy": unmoved}, "uniform": {"policy": unmoved}}}, ["search", "uniform"])
+    assert "search: the policy never moved from uniform at this budget" in text
     assert learned_policy(None) == ({}, [])  # an archive without a policy (a sweep)

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from evo.cli.terminal import fail, interrupted, stopped
 from evo.config import EvoConfig, register_configs, validate
 from evo.core.errors import ConfigError, EvoError
+from evo.core.logs import simulated_note
 
 log = logging.getLogger(__name__)
 CONF_DIR = str(resources.files("evo.conf"))
@@ -263,6 +264,7 @@ class JobOutcome:
     archive: str
     result: str
     ok: bool
+    simulated: bool = False
 
 
 def _tasks() -> dict[str, Callable[[EvoConfig, DictConfig], Any]]:
@@ -336,7 +338,8 @@ def hydra_command(name: str, argv: list[str]) -> None:
         label = " ".join(hc.overrides.task) or "(defaults)"
         log.info(f"--- job {hc.job.num}: {label} -> {c.archive.path}")
         try:
-            outcomes.append(JobOutcome(hc.job.num, label, c.archive.path, str(task(c, cfg)), True))
+            outcomes.append(JobOutcome(hc.job.num, label, c.archive.path, str(task(c, cfg)), True,
+                                       c.evaluator.backend == "simulated"))
         except EvoError as e:
             log.error(f"job {hc.job.num} failed: {e}")
             outcomes.append(JobOutcome(hc.job.num, label, c.archive.path, f"failed: {e}", False))
@@ -357,6 +360,7 @@ def _multirun_summary(outcomes: list[JobOutcome]) -> None:
     swept = [" ".join(x for x in o.overrides.split() if x not in common) or "(defaults)" for o in outcomes]
     table = tabulate([(o.number, s, o.archive, o.result) for o, s in zip(outcomes, swept)],
                      headers=["job", "swept", "archive", "result"])
-    print(f"\n{len(outcomes)} jobs:\n{table}")
+    note = simulated_note("simulated") if any(o.simulated for o in outcomes) else ""
+    print(f"\n{note}{len(outcomes)} jobs:\n{table}")
     if not all(o.ok for o in outcomes):
         raise EvoError(f"{sum(not o.ok for o in outcomes)} of {len(outcomes)} jobs failed")

@@ -306,9 +306,15 @@ def _format_policy(result: dict, searches: list[str]) -> str:
         return ""
     rows = [[op] + [f"{t['mean']:.2f} [{t['min']:.2f}-{t['max']:.2f}]" if (t := learned[a].get(op)) else "-"
                     for a in searches] for op in ops]
+    # a learning arm still at 1 / operators everywhere never updated (too few generations for its budget)
+    unmoved = [a for a in searches if a != "uniform" and learned[a]
+               and all(abs(t["min"] - 1 / len(ops)) < 5e-3 and abs(t["max"] - 1 / len(ops)) < 5e-3
+                       for t in learned[a].values())]
+    note = (f"\n{', '.join(unmoved)}: the policy never moved from uniform at this budget (no generation's "
+            "rewards reached it), so these arms searched as uniform does" if unmoved else "")
     return (f"\n\nthe operator policy at the end of each search (probability, mean over contexts weighted by "
             f"uses [least-largest]; uniform: {1 / len(ops):.2f})\n"
-            + tabulate(rows, headers=["operator"] + searches, disable_numparse=True))
+            + tabulate(rows, headers=["operator"] + searches, disable_numparse=True) + note)
 
 
 def format_comparison(result: dict) -> str:
