@@ -47,9 +47,17 @@ QUERIES = {
 }
 
 
-def metadata(db_name: str) -> dict:
+def metadata(db_name: str, simulated_runs: tuple[int, ...] = ()) -> dict:
+    """Datasette's metadata; with `simulated_runs`, every page's title and description say which runs
+    hold times modelled by the CPU test double."""
     tables: dict[str, dict] = {t: {"description": d} for t, d in TABLES.items()}
     for t, cols in COLUMNS.items():
         tables[t]["columns"] = cols
-    return {"title": "evo archive", "description": "Kernels, evaluations and baselines of an evo search (read-only).",
-            "databases": {db_name: {"tables": tables, "queries": QUERIES}}}
+    title, description = "evo archive", "Kernels, evaluations and baselines of an evo search (read-only)."
+    if simulated_runs:
+        runs = ", ".join(map(str, simulated_runs))
+        title += f" (SIMULATED: run {runs})"
+        description = (f"SIMULATED: run {runs} used evaluator=simulated, the CPU test double: its times are "
+                       "modelled, not measured. " + description)
+    return {"title": title, "description": description,
+            "databases": {db_name: {"tables": tables, "queries": QUERIES, "description": description}}}

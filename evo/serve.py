@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from evo.archive import Archive
 from evo.archive.datasette import metadata
 from evo.core.errors import EvoError
 from evo.core.logs import RESULT
@@ -70,6 +71,15 @@ def answers(port: int, host: str = HOST) -> bool:
         return False
 
 
+def simulated_runs(path: str) -> tuple[int, ...]:
+    """The ids of the archive's runs that used the CPU test double."""
+    a = Archive.open(path, create=False, readonly=True)
+    try:
+        return tuple(r["id"] for r in a.runs() if r["backend"] == "simulated")
+    finally:
+        a.close()
+
+
 def serve(path: str, *, port: int = 8001, open_browser: bool = False) -> None:
     """Serve the archive until SIGINT or SIGTERM (a clean stop), or until Datasette fails (EvoError)."""
     if not Path(path).is_file():
@@ -85,7 +95,7 @@ def serve(path: str, *, port: int = 8001, open_browser: bool = False) -> None:
     check_port(port)
     with tempfile.TemporaryDirectory(prefix="evo-datasette-") as tmp:
         meta = Path(tmp) / "metadata.json"
-        meta.write_text(json.dumps(metadata(Path(path).stem)))
+        meta.write_text(json.dumps(metadata(Path(path).stem, simulated_runs(path))))
         _Server(command(path, port, str(meta)), port).run(f"serving {path} read-only on http://{HOST}:{port}/ "
                                                            f"(Ctrl-C to stop)")
 

@@ -264,6 +264,7 @@ def test_datasette_serves_the_archive_read_only(run_archive, tmp_path):
         assert len(rows) == 4 and {"cell", "speedup", "kernel_id"} <= set(rows[0])
         meta = json.load(urllib.request.urlopen(f"{base}/-/metadata.json", timeout=10))
         assert "evaluations" in meta["databases"][db]["tables"]
+        assert meta["title"] == "evo archive (SIMULATED: run 1)" and meta["description"].startswith("SIMULATED")
         throttled = json.load(urllib.request.urlopen(f"{base}/{db}/throttled.json?_shape=array", timeout=10))
         assert throttled == [{"run_id": 1, "evaluations": Archive.open(run_archive).count("evaluations"),
                               "throttled": 0, "correct_and_throttled": 0}]
