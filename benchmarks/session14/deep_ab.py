@@ -12,7 +12,8 @@ pairs on neighbouring M tiles sharing B), against that pair; the "stages" column
 With `--variant tma_store` (benchmarks/session15/NEXT.md): the first PICKS picks whose configuration is
 also valid with TMA_STORE (the epilogue's chunks stored by TMA), against that configuration (two staging
 tiles where they fit, else one, else one with fewer stages); the "stages" column then reads [staging tiles,
-stages] of the variant.
+stages] of the variant. `--variant tma_store_fewer` pairs the picks where two staging tiles do not fit
+at their stages with two tiles at the deepest pipeline that does fit (benchmarks/session16/NEXT.md).
 
     python benchmarks/session14/deep_ab.py --sets llm_layers grid125 --picks 3 --out /tmp/deep
 """
@@ -67,7 +68,16 @@ def tma_store(p: dict) -> dict | None:
     return two if _problem(two) is None else deepest_fitting(dict(p, TMA_STORE=1), p["STAGES"])
 
 
-VARIANTS = {"deep": deepest, "pair": pair, "tma_store": tma_store}
+def tma_store_fewer(p: dict) -> dict | None:
+    """p with two staging tiles (TMA_STORE=2) and the deepest pipeline that fits beside them, only where
+    they do not fit at p's stages (benchmarks/session16/NEXT.md): the K = 256 winners, 128x128 tiles at
+    2 CTAs per SM with 3 stages, then run two tiles at 2 stages (one tile at 3 gained nothing)."""
+    if p["TMA_STORE"] or _problem(dict(p, TMA_STORE=2)) is None:
+        return None
+    return deepest_fitting(dict(p, TMA_STORE=2), p["STAGES"] - 1)
+
+
+VARIANTS = {"deep": deepest, "pair": pair, "tma_store": tma_store, "tma_store_fewer": tma_store_fewer}
 
 
 def side_by_side(jobs: list, archive_path: Path, script: str, args: argparse.Namespace):
@@ -118,7 +128,7 @@ def main() -> None:
                 continue
             a, b = fam.candidate(p), fam.candidate(q)
             jobs += [(a, shape), (b, shape)]
-            label = {"deep": q["STAGES"], "pair": q["CLUSTER_M"], "tma_store": (q["TMA_STORE"], q["STAGES"])}[args.variant]
+            label = {"deep": q["STAGES"], "pair": q["CLUSTER_M"]}.get(args.variant, (q["TMA_STORE"], q["STAGES"]))
             meta.setdefault((a.id, shape), []).append((p, label, "base"))
             meta.setdefault((b.id, shape), []).append((p, label, "other"))
             n += 1
