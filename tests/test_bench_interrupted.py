@@ -59,10 +59,10 @@ def test_an_interrupted_sweep_prints_and_keeps_the_table_of_what_it_finished(tmp
     a = Archive.open(tmp_path / "s.sqlite", create=False, readonly=True)
     run = a.last_run()
     summary = a.get_state(run["id"], "summary")
-    finished = a.db.execute("select count(distinct M || 'x' || N || 'x' || K) from evaluations "
-                            "where run_id = ? and status = 'ok' and kernel_id is not null", (run["id"],)).fetchone()[0]
+    cells = a.count("elites", "run_id = ?", [run["id"]])
     a.close()
     assert run["status"] == "stopped"
     overall = next(r for r in summary if r["bucket"] == "all")
-    # results arrive as they finish, not in the order queued: the shapes covered are those with a result
-    assert overall["shapes"] == 3 and overall["covered"] == finished >= 2 and overall["geomean_speedup"] > 0
+    # results arrive as they finish, not in the order queued: the 3 offered to the cells cover 2 or 3 shapes
+    # (a 4th can be recorded by the evaluator and never offered: the interruption lands in between)
+    assert overall["shapes"] == 3 and overall["covered"] == cells >= 2 and overall["geomean_speedup"] > 0
