@@ -38,7 +38,7 @@ def elites(a: Archive, run_id: int) -> list[dict]:
     for e in a.db.query("""
             select c.cell, c.M, c.N, c.K, c.kernel_id, c.time_ms, c.speedup, v.mode, v.gpu, v.backend,
                    v.best_library, v.best_library_ms, v.roofline_fraction, v.clock_mhz, v.created_at, v.launch_json,
-                   k.family, coalesce(v.operator, k.operator) as operator, k.params_json
+                   k.family, coalesce(nullif(v.operator, ''), k.operator) as operator, k.params_json
             from elites c join evaluations v on v.id = c.evaluation_id join kernels k on k.id = c.kernel_id
             where c.run_id = ? order by c.M * c.N * c.K, c.M, c.N, c.K""", [run_id]):
         timed = list(a.db.query(
