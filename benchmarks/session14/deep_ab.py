@@ -13,7 +13,8 @@ With `--variant tma_store` (benchmarks/session15/NEXT.md): the first PICKS picks
 also valid with TMA_STORE (the epilogue's chunks stored by TMA), against that configuration (two staging
 tiles where they fit, else one, else one with fewer stages); the "stages" column then reads [staging tiles,
 stages] of the variant. `--variant tma_store_fewer` pairs the picks where two staging tiles do not fit
-at their stages with two tiles at the deepest pipeline that does fit (benchmarks/session16/NEXT.md).
+at their stages with two tiles at the deepest pipeline that does fit, and `--variant multicast` the picks
+that split nothing with the same picks as multicast pairs (CLUSTER_M=2) (both benchmarks/session16/NEXT.md).
 
     python benchmarks/session14/deep_ab.py --sets llm_layers grid125 --picks 3 --out /tmp/deep
 """
@@ -77,7 +78,19 @@ def tma_store_fewer(p: dict) -> dict | None:
     return deepest_fitting(dict(p, TMA_STORE=2), p["STAGES"] - 1)
 
 
-VARIANTS = {"deep": deepest, "pair": pair, "tma_store": tma_store, "tma_store_fewer": tma_store_fewer}
+def multicast(p: dict) -> dict | None:
+    """p as a multicast pair (CLUSTER_M=2: two CTAs on neighbouring M tiles sharing B's loads), where p
+    splits nothing and the pair is valid (benchmarks/session16/NEXT.md: the K = 256 shapes, where a
+    tile's few k-steps make its loads and stores weigh most; pairs were measured no faster on 4096^3 and
+    8192^3, benchmarks/seeds/multicast/)."""
+    if p["CLUSTER_M"] != 1 or p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"]:
+        return None
+    q = dict(p, CLUSTER_M=2)
+    return q if _problem(q) is None else None
+
+
+VARIANTS = {"deep": deepest, "pair": pair, "tma_store": tma_store, "tma_store_fewer": tma_store_fewer,
+            "multicast": multicast}
 
 
 def side_by_side(jobs: list, archive_path: Path, script: str, args: argparse.Namespace):
@@ -128,7 +141,8 @@ def main() -> None:
                 continue
             a, b = fam.candidate(p), fam.candidate(q)
             jobs += [(a, shape), (b, shape)]
-            label = {"deep": q["STAGES"], "pair": q["CLUSTER_M"]}.get(args.variant, (q["TMA_STORE"], q["STAGES"]))
+            label = {"deep": q["STAGES"], "pair": q["CLUSTER_M"], "multicast": q["CLUSTER_M"]}.get(
+                args.variant, (q["TMA_STORE"], q["STAGES"]))
             meta.setdefault((a.id, shape), []).append((p, label, "base"))
             meta.setdefault((b.id, shape), []).append((p, label, "other"))
             n += 1
