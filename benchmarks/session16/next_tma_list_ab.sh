@@ -5,7 +5,8 @@
 # a minute), then their first 8 picks that split nothing against the same picks as multicast pairs
 # (deep_ab.py --variant multicast, 32 pairs, about a minute); (2) the TMA store rule measured as a list
 # (shortlist_ab.py --rule tma_store): on the 30 grid125 shapes where it changes the shortlist, main's 24
-# picks against the same list without the TMA store, side by side in one run, libraries in the same run, cut at 330 s (timeouts add up to 550 s). One tarball comes back.
+# picks against the same list without the TMA store, side by side in one run, libraries in the same run,
+# cut at 330 s (timeouts add up to 550 s). One tarball comes back.
 #   OUT=/some/folder bash benchmarks/session16/next_tma_list_ab.sh
 . benchmarks/device_common.sh
 device_setup
