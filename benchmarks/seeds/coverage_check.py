@@ -3,12 +3,15 @@ the llm_layers set and unaligned shapes (tails), with each family's top shortlis
 (the configurations a sweep or a search starts from) and its default. One fresh random draw per
 check, no timing. A failure prints the shape, configuration and the evaluator's message.
 
-Configurations outside the shortlists are added from EXTRA (the hopper multicast pairs, tail splits and
-transposed products).
+Configurations outside the shortlists are added from EXTRA (the hopper multicast pairs, tail splits,
+transposed products, stream-K and the TMA store).
 Usage (GPU machine): python3 benchmarks/seeds/coverage_check.py OUT_DIR [FAMILY ...]
+With EVO_COVERAGE_ONLY=GENE (for example TMA_STORE), only the configurations where that gene is set
+(non-zero) are checked: a new feature's coverage in a few minutes.
 """
 import csv
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -46,7 +49,13 @@ EXTRA = {"hopper": [dict(FAMILIES["hopper"].default, CLUSTER_M=2),
                     dict(FAMILIES["hopper"].default, BM=64, BN=128, CONSUMERS=1, STAGES=4, CTAS_PER_SM=2, STREAM_K=1),
                     dict(FAMILIES["hopper"].default, SWAP_AB=1, BM=136, BN=128, STAGES=5, STREAM_K=1),
                     dict(FAMILIES["hopper"].default, BN=128, STAGES=6, STREAM_K=2),
-                    dict(FAMILIES["hopper"].default, BN=192, STAGES=5, STREAM_K=2)]}
+                    dict(FAMILIES["hopper"].default, BN=192, STAGES=5, STREAM_K=2),
+                    # the TMA store epilogue (benchmarks/session16): two staging tiles on the default (the
+                    # shortlist's K <= 256 pick), one beside 2 CTAs per SM, two on one consumer's 64x64 tiles
+                    dict(FAMILIES["hopper"].default, TMA_STORE=2),
+                    dict(FAMILIES["hopper"].default, BM=128, BN=128, CONSUMERS=1, STAGES=3, CTAS_PER_SM=2, TMA_STORE=1),
+                    dict(FAMILIES["hopper"].default, BM=64, BN=64, CONSUMERS=1, STAGES=7, TMA_STORE=2)]}
+ONLY = os.environ.get("EVO_COVERAGE_ONLY", "")
 UNALIGNED = [Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333), Shape(129, 136, 8), Shape(1, 8, 8),
              Shape(255, 264, 1000), Shape(1000, 1000, 1000), Shape(4097, 4103, 129), Shape(3, 16384, 72)]
 
@@ -67,6 +76,8 @@ def main(out: Path, families: list[str]) -> None:
             fam = FAMILIES[name]
             picks = fam.suggest(shape.M, shape.N, shape.K, num_sms, limit=PICKS[name])
             for params in picks + [fam.default] + EXTRA.get(name, []):
+                if ONLY and not params.get(ONLY):
+                    continue
                 cand = fam.candidate(params, operator="coverage_check")
                 if cand.declaration.supports(shape, num_sms=num_sms) and (cand.id, shape) not in configs:
                     configs[(cand.id, shape)] = (name, params)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# For the next GPU session (NEXT.md items 3 and 4), one H200, ~6 minutes (timeouts add up to 510 s):
+# For the next GPU session (NEXT.md item 3), one H200, ~7 minutes (timeouts add up to 550 s): (0) the
+# coverage check of every TMA store configuration on the 1096 shapes (coverage_check.py, ~3900 checks);
 # (1) session15's profile of the worst shapes, on this session's grid125 winners (winners_source.py reads the
 # .gz archive), ours under ncu inside `evo bench` beside torch.mm, profile_summary.py side by side; (2) the
 # TMA store pair whose main loop ran ~20% slower (render_pair.py: 64x64 tiles, 13 stages, on 64x64x16384),
@@ -8,6 +9,9 @@
 . benchmarks/device_common.sh
 device_setup
 R=/tmp/prof && mkdir -p $R/cu $R/pair
+EVO_CACHE_DIR=/tmp/evo-cache EVO_COVERAGE_ONLY=TMA_STORE timeout 100 python3 benchmarks/seeds/coverage_check.py \
+  $R/coverage hopper > $R/coverage_tma.log 2>&1
+tail -6 $R/coverage_tma.log
 SHAPES="64x64x256 1024x256x16384 4096x1024x256 16384x256x256"
 python3 benchmarks/session15/winners_source.py --out $R/cu benchmarks/session16/grid125/grid125.sqlite.gz \
   --shapes $SHAPES | tee $R/winners.txt
@@ -15,7 +19,7 @@ METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapse
 # bench_under_ncu CSV SOURCE SHAPE NCU_ARGS...: one timed launch of SOURCE on SHAPE, past the checks, under ncu
 bench_under_ncu() {
   local csv=$1 src=$2 shape=$3; shift 3
-  (mkdir -p /tmp/pw && cd /tmp/pw && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout 70 ncu --clock-control none --csv \
+  (mkdir -p /tmp/pw && cd /tmp/pw && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout 60 ncu --clock-control none --csv \
     "$@" -k regex:hgemm -s 5 -c 1 python3 -m evo bench "kernels=[$src]" shapes=inline "shapes.list=[$shape]" \
     'evaluator.libraries=[torch]' evaluator.replays=1 evaluator.draws=1 evaluator.timeout_s=300 search.progress=false \
     archive.path=/tmp/pw/$(basename $csv .csv).sqlite > $csv 2> ${csv%.csv}.err)
