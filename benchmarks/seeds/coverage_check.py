@@ -86,13 +86,18 @@ def main(out: Path, families: list[str]) -> None:
     print(f"coverage check: {len(shapes)} shapes, {kernels} configurations, {len(pairs)} checks "
           f"on {ev.devices[0].key}", flush=True)
     rows, start = [], time.time()
-    for e in ev.evaluate(pairs, measure_libraries=False):
-        name, params = configs[(e.kernel_id, e.shape)]
-        rows.append({"family": name, "params": json.dumps(params, sort_keys=True), "M": e.shape.M, "N": e.shape.N,
-                     "K": e.shape.K, "status": str(e.status), "rel_err": e.max_rel_err, "error": e.error[:300]})
-        if len(rows) % 1000 == 0:
-            print(f"  {len(rows)}/{len(pairs)} checks, {time.time() - start:.0f}s", flush=True)
+    try:
+        for e in ev.evaluate(pairs, measure_libraries=False):
+            name, params = configs[(e.kernel_id, e.shape)]
+            rows.append({"family": name, "params": json.dumps(params, sort_keys=True), "M": e.shape.M, "N": e.shape.N,
+                         "K": e.shape.K, "status": str(e.status), "rel_err": e.max_rel_err, "error": e.error[:300]})
+            if len(rows) % 1000 == 0:
+                print(f"  {len(rows)}/{len(pairs)} checks, {time.time() - start:.0f}s", flush=True)
+    except KeyboardInterrupt:  # `timeout -s INT`: report the checks that finished
+        print(f"INTERRUPTED after {len(rows)} of {len(pairs)} checks: the figures below cover those only")
     ev.close()
+    if not rows:
+        return
     with open(out / "coverage.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

@@ -9,7 +9,7 @@
 . benchmarks/device_common.sh
 device_setup
 R=/tmp/prof && mkdir -p $R/cu $R/pair
-EVO_CACHE_DIR=/tmp/evo-cache EVO_COVERAGE_ONLY=TMA_STORE timeout 100 python3 benchmarks/seeds/coverage_check.py \
+EVO_CACHE_DIR=/tmp/evo-cache EVO_COVERAGE_ONLY=TMA_STORE timeout -s INT 100 python3 benchmarks/seeds/coverage_check.py \
   $R/coverage hopper > $R/coverage_tma.log 2>&1
 tail -6 $R/coverage_tma.log
 SHAPES="64x64x256 1024x256x16384 4096x1024x256 16384x256x256"
