@@ -31,7 +31,8 @@ def test_an_export_without_verify_says_the_dispatch_skips_it(search_then_bench, 
     code, stdout, _ = evo_cli(capsys, "-q", "export", str(search_then_bench), "--run", "1", "--no-cubins",
                               "--out", str(out))
     assert code == 0
-    assert stdout.strip() == (f"not verified: evo.dispatch skips unverified kernels (torch runs every call); on the "
+    assert stdout.strip() == (f"SIMULATED (CPU test double: modelled times, not measurements): "
+                              f"not verified: evo.dispatch skips unverified kernels (torch runs every call); on the "
                               f"GPU machine that will run them: evo export {search_then_bench} --run 1 --out {out} "
                               f"--verify")
 

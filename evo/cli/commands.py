@@ -7,7 +7,7 @@ import threading
 
 from evo.cli.terminal import interrupted, stopped
 from evo.core.errors import EvoError
-from evo.core.logs import RESULT
+from evo.core.logs import RESULT, simulated_note
 from evo.core.version import VERSION
 
 log = logging.getLogger(__name__)
@@ -52,11 +52,11 @@ def export_cli(argv: list[str]) -> None:
     p.add_argument("--verify", action="store_true", help="re-check every range on this GPU (correct over the "
                    "range, faster than torch beyond noise); evo.dispatch uses only ranges re-checked on its GPU")
     a = p.parse_args(argv)
-    export(a.archive, a.out, run_id=a.run, with_cubins=not a.no_cubins)
+    manifest = export(a.archive, a.out, run_id=a.run, with_cubins=not a.no_cubins)
     out = a.out.rstrip("/") or a.out
     if not a.verify:
         again = " ".join(["evo export", a.archive, *(["--run", str(a.run)] if a.run else []), "--out", out])
-        log.info(next_step(out, verified=False, again=again), extra=RESULT)
+        log.info(simulated_note(manifest["backend"]) + next_step(out, verified=False, again=again), extra=RESULT)
         return
     try:
         from evo.dispatch.verify import verify
