@@ -39,10 +39,26 @@ SIMULATED_STAMP = "SIMULATED: modelled by the CPU test double, not measured"
 def _save(fig, path: Path, stamp: str, **kw) -> None:
     """Write the figure, marked across its top with `stamp` (a simulated run's figures say so on their
     face, not only in the page around them), and free it."""
-    if stamp:
-        fig.text(0.5, 0.995, stamp, ha="center", va="top", color="red", fontsize=9, weight="bold")
+    if stamp:  # bottom right, clear of the titles at the top
+        fig.text(0.995, 0.005, stamp, ha="right", va="bottom", color="red", fontsize=8, weight="bold")
     fig.savefig(path, dpi=110, **kw)
     _plt().close(fig)
+
+
+NICE_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100)
+
+
+def _plain_log_ticks(ax) -> None:
+    """Ticks of a log axis written as plain numbers (0.8, 1, 1.25, not 8x10^-1), at most 9 of them
+    across the axis's range, the unlabelled minor ticks kept."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    low, high = ax.get_ylim()
+    ticks = [t for t in NICE_TICKS if low <= t <= high]
+    while len(ticks) > 9:  # every other one, 1 (parity with the library) always kept
+        ticks = sorted(set(ticks[::2]) | ({1} & set(ticks)))
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def speedup_by_bucket(elites: list[dict], path: Path, stamp: str = "") -> None:
@@ -58,9 +74,7 @@ def speedup_by_bucket(elites: list[dict], path: Path, stamp: str = "") -> None:
     ax.axhline(1.0, color="k", lw=0.8, ls="--")
     ax.set_xticks(range(len(labels)), labels)
     ax.set_yscale("log")
-    from matplotlib.ticker import FormatStrFormatter
-    ax.yaxis.set_major_formatter(FormatStrFormatter("%.2g"))
-    ax.yaxis.set_minor_formatter(FormatStrFormatter("%.2g"))
+    _plain_log_ticks(ax)
     ax.set_ylabel("speedup (library time / kernel time)")
     ax.set_title("Best kernel per shape against each library, by FLOP bucket")
     ax.legend(fontsize=8)

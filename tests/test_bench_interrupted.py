@@ -66,3 +66,20 @@ def test_an_interrupted_sweep_prints_and_keeps_the_table_of_what_it_finished(tmp
     # results arrive as they finish, not in the order queued: the 3 offered to the cells cover 2 or 3 shapes
     # (a 4th can be recorded by the evaluator and never offered: the interruption lands in between)
     assert overall["shapes"] == 3 and overall["covered"] == cells >= 2 and overall["geomean_speedup"] > 0
+
+
+def test_stop_signals_are_held_while_the_table_is_written_and_delivered_after():
+    """A second Ctrl-C (or `timeout`'s SIGTERM to the process group) during the stopped sweep's table
+    waits for the table: it arrives as KeyboardInterrupt once the block ends."""
+    import os
+    import signal
+
+    from evo.core.signals import stop_signals_held
+    reached_end = False
+    with pytest.raises(KeyboardInterrupt):
+        with stop_signals_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # bytecode boundaries where a delivered signal would raise
+                pass
+            reached_end = True
+    assert reached_end

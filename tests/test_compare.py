@@ -1,6 +1,9 @@
 """`evo compare` with the CPU test double: every arm at the same budget per shape, the table, reuse."""
+import pytest
+
 from evo.archive import Archive
 from evo.cli.hydra_app import compose
+from evo.core.errors import EvoError
 from evo.core.shapes import Shape
 from evo.mutators.structural import FIND_GAIN
 from evo.search.compare import (
@@ -55,12 +58,15 @@ def test_compare_runs_every_arm_at_the_same_budget_and_keeps_finished_arms(tmp_p
     assert report["budget_per_shape"] == 6 and set(report["arms"]) == set(result["arms"])
     assert {str(s) for s in report["arms"]["search"]["per_shape"]} == {"77x4096x4096", "1024x1024x1024"}
     assert report["arms"]["search"]["geomean_vs_shortlist"] == result["arms"]["search"]["geomean_vs_shortlist"]
+    assert report["config"]["compare"]["budget"] == 6  # compare.json keeps the configuration the arms ran with
+    # a compare at another budget over those arms is refused, not tabulated under its own budget
+    c3, raw3 = compose(["evaluator=simulated", "shapes=inline", SHAPES, "llm=none", "compare.budget=8",
+                        f"compare.out={out}"])
+    with pytest.raises(EvoError, match=r"run at 6 evaluations per shape on 2 shapes, but this compare asks for 8"):
+        run_compare(c3, raw3)
 
 
 def test_report_only_refuses_a_folder_without_finished_arms(tmp_path):
-    import pytest
-
-    from evo.core.errors import EvoError
     c, raw = compose(["evaluator=simulated", "llm=none", f"compare.out={tmp_path / 'none'}", "compare.report_only=true"])
     with pytest.raises(EvoError, match="no finished arm in"):
         run_compare(c, raw)
@@ -163,9 +169,10 @@ def test_compare_shows_what_the_operator_policy_learned():
     assert all(p == [1 / 3] for p in flat.values())
     text = _format_policy({"arms": {"search": {"policy": table}, "uniform": {"policy": _policy_over_seeds(
         [ArmRun("uniform", 0, policy=flat, policy_weights=[1])])}}}, ["search", "uniform"])
-    assert "uniform: 0.33" in text and "0.33 [0.33-0.33]" in text and "next_pick" in text
-    assert "never moved from uniform" not in text  # the search's policy moved
-    unmoved = _policy_over_seeds([ArmRun("search", 0, policy=flat, policy_weights=[1])])
-    text = _format_policy({"arms": {"search": {"policy": unmoved}, "uniform": {"policy": unmoved}}}, ["search", "uniform"])
-    assert "search: the policy never moved from uniform at this budget" in text
+    assert "uniform: 1 / its operators, 0.33 for 3" in text and "0.33 [0.33-0.33]" in text and "next_pick" in text
+    far = max(max(abs(t["min"] - 1 / 3), abs(t["max"] - 1 / 3)) for t in table.values())
+    assert f"search: at most {far:.3f} from its uniform 1/3 in any context; uniform: at most 0.000" in text
+    # an arm with an operator more (replay's replay_change) is measured against its own 1/4
+    four = _policy_over_seeds([ArmRun("replay", 0, policy={**flat, "replay_change": [0.25]}, policy_weights=[1])])
+    assert "from its uniform 1/4" in _format_policy({"arms": {"replay": {"policy": four}}}, ["replay"])
     assert learned_policy(None) == ({}, [])  # an archive without a policy (a sweep)

@@ -306,14 +306,17 @@ def _format_policy(result: dict, searches: list[str]) -> str:
         return ""
     rows = [[op] + [f"{t['mean']:.2f} [{t['min']:.2f}-{t['max']:.2f}]" if (t := learned[a].get(op)) else "-"
                     for a in searches] for op in ops]
-    # a learning arm still at 1 / operators everywhere never updated (too few generations for its budget)
-    unmoved = [a for a in searches if a != "uniform" and learned[a]
-               and all(abs(t["min"] - 1 / len(ops)) < 5e-3 and abs(t["max"] - 1 / len(ops)) < 5e-3
-                       for t in learned[a].values())]
-    note = (f"\n{', '.join(unmoved)}: the policy never moved from uniform at this budget (no generation's "
-            "rewards reached it), so these arms searched as uniform does" if unmoved else "")
+    # how far each arm's policy ended from its own uniform (1 / its operators): near 0, it searched as
+    # uniform does, whether it never updated or its updates cancelled out
+    def from_uniform(table: dict) -> float:
+        even = 1 / len(table)
+        return max(max(abs(t["min"] - even), abs(t["max"] - even)) for t in table.values())
+
+    spread = [f"{a}: at most {from_uniform(learned[a]):.3f} from its uniform 1/{len(learned[a])} in any context"
+              for a in searches if learned[a]]
+    note = "\n" + "; ".join(spread) if spread else ""
     return (f"\n\nthe operator policy at the end of each search (probability, mean over contexts weighted by "
-            f"uses [least-largest]; uniform: {1 / len(ops):.2f})\n"
+            f"uses [least-largest]; uniform: 1 / its operators, {1 / len(ops):.2f} for {len(ops)})\n"
             + tabulate(rows, headers=["operator"] + searches, disable_numparse=True) + note)
 
 
@@ -403,6 +406,32 @@ def stored_arms(out: Path) -> list[tuple[str, int]]:
     return found
 
 
+Setting = tuple[int | None, tuple, tuple]  # budget per shape, listed shapes, grid
+
+
+def stored_setting(path: Path) -> Setting:
+    """The budget per shape and the shapes an arm's archive was run with (its run's stored config:
+    compare.budget, else sweep.budget for an archive without a compare section)."""
+    a = Archive.open(path, create=False, readonly=True)
+    try:
+        run = a.last_run()
+        stored = json.loads(run["config_json"]) if run and run.get("config_json") else {}
+    finally:
+        a.close()
+    shapes = stored.get("shapes", {})
+    budget = stored.get("compare", {}).get("budget") or stored.get("sweep", {}).get("budget")
+    return budget, tuple(shapes.get("list") or ()), tuple(shapes.get("grid") or ())
+
+
+def _setting(c: EvoConfig) -> Setting:
+    return c.compare.budget, tuple(c.shapes.list), tuple(c.shapes.grid)
+
+
+def _describe(setting: Setting) -> str:
+    budget, listed, grid = setting
+    return f"{budget} evaluations per shape on {len(build_shape_set(listed=list(listed), grid=list(grid)))} shapes"
+
+
 def as_run(c: EvoConfig, out: Path) -> EvoConfig:
     """For `compare.report_only`: `c` with the arms, seeds, budget per shape and shapes that the
     finished arms in `out` were run with (read from their archives), saying where they differ from
@@ -410,29 +439,32 @@ def as_run(c: EvoConfig, out: Path) -> EvoConfig:
     arms = stored_arms(out) if out.is_dir() else []
     if not arms:
         raise EvoError(f"compare.report_only: no finished arm in {out}; run `evo compare compare.out={out}` first")
-    settings = set()
-    for arm, seed in arms:
-        a = Archive.open(archive_path(out, arm, seed), create=False, readonly=True)
-        try:
-            run = a.last_run()
-            stored = json.loads(run["config_json"]) if run and run.get("config_json") else {}
-        finally:
-            a.close()
-        shapes, compare = stored.get("shapes", {}), stored.get("compare", {})
-        settings.add((compare.get("budget"), tuple(shapes.get("list") or ()), tuple(shapes.get("grid") or ())))
-    if len(settings) > 1 or None in next(iter(settings)):
-        raise EvoError(f"compare.report_only: the arms in {out} were not run with one budget and shape set: "
-                       "tabulate them from separate folders")
-    budget, listed, grid = next(iter(settings))
+    settings = {(arm, seed): stored_setting(archive_path(out, arm, seed)) for arm, seed in arms}
+    if len(set(settings.values())) > 1 or any(s[0] is None for s in settings.values()):
+        raise EvoError(f"compare.report_only: the arms in {out} did not run with one budget and shape set ("
+                       + "; ".join(f"{arm} seed {seed}: {_describe(s) if s[0] else 'no budget recorded'}"
+                                   for (arm, seed), s in settings.items())
+                       + "): move the odd ones to another folder")
+    setting = next(iter(settings.values()))
+    budget, listed, grid = setting
+    assert budget is not None  # refused above
     r = copy.deepcopy(c)
     r.compare.budget, r.shapes.list, r.shapes.grid = budget, list(listed), list(grid)
     r.compare.arms = list(dict.fromkeys(arm for arm, _ in arms))
     r.compare.seeds = 1 + max(seed for _, seed in arms)
-    if (budget, list(listed), list(grid)) != (c.compare.budget, list(c.shapes.list), list(c.shapes.grid)):
-        n = len(build_shape_set(listed=r.shapes.list, grid=r.shapes.grid))
-        log.warning(f"compare.report_only: the arms in {out} ran {budget} evaluations per shape on {n} shapes; "
-                    "tabulated as they ran, not at this command's budget and shapes")
+    if setting != _setting(c):
+        log.info(f"compare.report_only: tabulating the arms in {out} as they ran: {_describe(setting)}")
     return r
+
+
+def _check_kept(c: EvoConfig, path: Path, arm: str, seed: int) -> None:
+    """A finished arm kept from an earlier compare must have run at this compare's budget and shapes."""
+    setting = stored_setting(path)
+    if setting != _setting(c):
+        raise EvoError(f"compare: {path} holds {arm} (seed {seed}) run at "
+                       f"{_describe(setting) if setting[0] else 'a budget not recorded'}, but this compare asks for "
+                       f"{_describe(_setting(c))}: choose another compare.out, or tabulate that folder with "
+                       "compare.report_only=true")
 
 
 def run_compare(c: EvoConfig, raw=None) -> dict:
@@ -452,6 +484,7 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
         try:
             for arm, seed in plan:
                 if finished(archive_path(out, arm, seed)):
+                    _check_kept(c, archive_path(out, arm, seed), arm, seed)
                     log.info(f"compare: {arm} (seed {seed}) already finished in {out}: kept")
                     continue
                 run_arm(c, arm, seed)
@@ -469,7 +502,9 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
     # simulated if any arm was (read from the archives: report_only over simulated arms is labelled too)
     backend = "simulated" if any(r.backend == "simulated" for r in runs) else c.evaluator.backend
     result["backend"] = backend
-    result["config"] = as_dict(raw, fallback=c)
+    earlier = out / "compare.json"  # report_only keeps the configuration of the compare that ran the arms
+    kept = json.loads(earlier.read_text()).get("config") if c.compare.report_only and earlier.is_file() else None
+    result["config"] = kept or as_dict(raw if not c.compare.report_only else None, fallback=c)
     (out / "compare.json").write_text(json.dumps(result, indent=1, default=str))
     log.info(f"{simulated_note(backend)}per-shape best of each arm at {c.compare.budget} evaluations "
              f"per shape, over seeds (geomean [min-max]); vs shortlist = shortlist time / arm time; re-timed = the same "

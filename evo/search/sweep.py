@@ -20,6 +20,7 @@ from evo.config import EvoConfig, as_dict
 from evo.core.kernel import Candidate
 from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import Shape, build_shape_set
+from evo.core.signals import stop_signals_held
 from evo.core.summary import bucket_table
 from evo.families import FAMILIES
 from evo.search.progress import Progress
@@ -108,12 +109,13 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
                 done += 1
                 progress.update(note=f"{e.shape} {e.status}")
         except KeyboardInterrupt:  # stopped: what finished is in the archive; show its table before leaving
-            progress.close()
-            summary = _summary(archive, run_id, ev, shapes)
-            archive.put_state(run_id, "summary", summary)
-            log.info(f"{simulated_note(c.evaluator.backend)}stopped after {done} of {len(pairs)} evaluations; speedup "
-                     "of the best configuration per shape so far over the best library:\n"
-                     + format_bucket_table(summary), extra=RESULT)
+            with stop_signals_held():
+                progress.close()
+                summary = _summary(archive, run_id, ev, shapes)
+                log.info(f"{simulated_note(c.evaluator.backend)}stopped after {done} of {len(pairs)} evaluations; "
+                         "speedup of the best configuration per shape so far over the best library:\n"
+                         + format_bucket_table(summary), extra=RESULT)
+                archive.put_state(run_id, "summary", summary)
             raise
         progress.close()
         summary = _summary(archive, run_id, ev, shapes)
