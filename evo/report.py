@@ -37,9 +37,9 @@ SIMULATED_STAMP = "SIMULATED: modelled by the CPU test double, not measured"
 
 
 def _save(fig, path: Path, stamp: str, **kw) -> None:
-    """Write the figure, marked across its top with `stamp` (a simulated run's figures say so on their
-    face, not only in the page around them), and free it."""
-    if stamp:  # bottom right, clear of the titles at the top
+    """Write the figure, marked in its bottom right corner with `stamp` (a simulated run's figures say so
+    on their face, not only in the page around them), and free it."""
+    if stamp:  # clear of the titles at the top
         fig.text(0.995, 0.005, stamp, ha="right", va="bottom", color="red", fontsize=8, weight="bold")
     fig.savefig(path, dpi=110, **kw)
     _plt().close(fig)

@@ -29,13 +29,13 @@ from evo.archive import Archive
 from evo.archive.datasette import metadata
 from evo.core.errors import EvoError
 from evo.core.logs import RESULT
+from evo.core.signals import STOP_SIGNALS
 
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 60.0  # for Datasette to accept connections
 STOP_GRACE_S = 10.0  # for Datasette to stop after a forwarded signal, before it is killed
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def command(path: str, port: int, meta_path: str) -> list[str]:
