@@ -150,6 +150,11 @@ class EvaluatorConfig:
     # cluster set: jobs waiting on each GPU worker beyond the one it runs, so that its next job is already
     # there when one ends (0: one job per worker, each GPU idles a round trip to the driver between jobs)
     cluster_queue: int = 1
+    # time each kernel whose PTX waits for the grid before it first (every family's does) as a programmatic
+    # dependent launch, as evo.dispatch runs it: its launch overlaps the previous kernel's tail. Off: the
+    # evaluator launches plainly (every H200 figure so far). For the A/B of whether the libraries' graph
+    # replays gain from this and evo's do not (benchmarks/session17/README.md); costs one nvcc -ptx a kernel
+    pdl: bool = False
 
 
 @dataclass

@@ -184,3 +184,27 @@ def test_a_resumed_run_races_against_the_kernels_it_timed_before(tmp_path, compi
         finally:
             ev.close()
     assert e.kernel_id == slow.id and e.ok and e.raced(cfg.replays)
+
+
+def test_evaluator_pdl_launches_only_kernels_whose_ptx_waits_first(tmp_path, compile_cache):
+    """evaluator.pdl: a kernel is timed as a programmatic dependent launch only where its PTX waits for
+    the grid before it first (so that it cannot overlap what ran before it); off, nothing is."""
+    s = Shape(256, 256, 1024)
+    waits = Candidate.make(GOOD)
+    early = Candidate.make(GOOD.replace('asm volatile("griddepcontrol.wait;" ::: "memory");',
+                                        'asm volatile("griddepcontrol.launch_dependents;" ::: "memory");'))
+    assert early.source != waits.source
+    for pdl, expected in ((True, {waits.id: True, early.id: False}), (False, {waits.id: False, early.id: False})):
+        cfg = EvaluatorConfig(backend="simulated", timeout_s=30, cache_dir=str(compile_cache), gpus=[], pdl=pdl)
+        ev = Evaluator(cfg).start()
+        try:
+            for cand in (waits, early):
+                prepared = ev.prepare(cand).result()
+                assert prepared.status is None and prepared.pdl is expected[cand.id]
+                job = ev._job(cand, s, prepared, None, False, [])
+                launch = job.prepare(ev.devices[0])["launch"]
+                assert launch.get("pdl", False) is expected[cand.id]
+            assert {e.kernel_id: str(e.status) for e in ev.evaluate([(waits, s), (early, s)])} == {
+                waits.id: "ok", early.id: "ok"}
+        finally:
+            ev.close()

@@ -91,3 +91,11 @@ def test_a_far_slower_kernel_is_raced_after_one_verified_replay(gpu_evaluator):
     assert len(f.timing.samples_ms) == replays and not f.raced(replays)
     assert len(s.timing.samples_ms) == 1 and s.raced(replays) and s.time_ms > 1.3 * f.time_ms
     assert len(next(t for t in s.timings if t.mode == "hot").samples_ms) == replays
+
+
+def test_the_library_baselines_name_the_cublaslt_algorithm_they_ran(gpu_evaluator):
+    """The autotuned pick differs from run to run; the baselines table records which one was timed."""
+    [(shape, results)] = list(gpu_evaluator.measure_libraries([Shape(1000, 1024, 256)]))
+    lt = {r.library: r for r in results if r.library.startswith("cublaslt") and r.status == "ok"}
+    assert set(lt) == {"cublaslt_heuristic", "cublaslt_autotuned"}
+    assert all("runs tile " in r.detail and "split-K " in r.detail for r in lt.values()), [r.detail for r in lt.values()]

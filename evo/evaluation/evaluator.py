@@ -15,8 +15,8 @@ from typing import Any
 from evo.archive import records as stored
 from evo.archive.store import Archive
 from evo.config import EvaluatorConfig
-from evo.core.errors import GpuUnavailable
-from evo.core.kernel import Candidate, LaunchError
+from evo.core.errors import CompileToolError, GpuUnavailable
+from evo.core.kernel import Candidate, LaunchError, waits_first_in_ptx
 from evo.core.records import (
     CompileResult,
     DeviceInfo,
@@ -42,6 +42,7 @@ class Prepared:
     status: Status | None  # None: ready to run
     error: str = ""
     compiled: CompileResult | None = None
+    pdl: bool = False  # launched as a programmatic dependent (evaluator.pdl, and its PTX waits first)
 
 
 class Evaluator:
@@ -144,7 +145,16 @@ class Evaluator:
             return Prepared(c, Status.COMPILE_TIMEOUT, r.log, r)
         if not r.ok:
             return Prepared(c, Status.COMPILE_ERROR, r.log, r)
-        return Prepared(c, None, "", r)
+        return Prepared(c, None, "", r, pdl=self.cfg.pdl and self._waits_first(c))
+
+    def _waits_first(self, c: Candidate) -> bool:
+        """Whether the kernel's PTX waits for the grid before it before touching memory: only such a
+        kernel is launched as a programmatic dependent, so that none can overlap the kernel before it."""
+        try:
+            return waits_first_in_ptx(self.compiler.ptx(c.source))
+        except CompileToolError as e:
+            log.warning(f"kernel {c.id[:12]}: no PTX to check ({e}); timed without PDL")
+            return False
 
     # ---- evaluate -------------------------------------------------------------------------
     def library_times(self, gpu: str, shape: Shape, mode: str) -> dict[str, float]:
@@ -234,6 +244,8 @@ class Evaluator:
 
         def on_gpu(info: DeviceInfo) -> dict:  # computed for the GPU that runs the job
             extra = _launch_on(cand, shape, info.num_sms)
+            if prepared.pdl and "launch" in extra:
+                extra["launch"]["pdl"] = True
             fastest = self._fastest.get((info.key, shape))
             if race and fastest and self.cfg.race_factor > 0:
                 extra["race"] = {"mode": self.cfg.mode, "ms": self.cfg.race_factor * fastest}

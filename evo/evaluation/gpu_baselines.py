@@ -24,6 +24,20 @@ def _torch_call(sets) -> Callable[[int], object]:
     return lambda i: torch.matmul(sets.A[i], sets.B[i], out=sets.C[i])
 
 
+def describe_algorithm(algorithm) -> str:
+    """What a cuBLASLt algorithm runs (tile, split-K, cluster, custom option), for the baselines' detail:
+    the autotuned pick can differ from run to run, and where it beats evo the profile needs to know it."""
+    parts = []
+    for attr, label in (("tile", "tile"), ("split_k", "split-K"), ("cluster_shape", "cluster"),
+                        ("custom_option", "option")):
+        try:
+            value = getattr(algorithm, attr)
+        except Exception:  # an attribute this cuBLASLt does not report for this algorithm
+            continue
+        parts.append(f"{label} {'x'.join(map(str, value)) if isinstance(value, tuple) else value}")
+    return ", ".join(parts) or "an algorithm that reports no configuration"
+
+
 def _nvmath_call(sets, autotune: bool, stream) -> tuple[Callable[[int], object], str]:
     from nvmath.linalg.advanced import Matmul
     mm = Matmul(sets.A[0], sets.B[0], stream=stream)
@@ -31,7 +45,8 @@ def _nvmath_call(sets, autotune: bool, stream) -> tuple[Callable[[int], object],
     if autotune:
         mm.autotune(iterations=10, stream=stream)
         algorithms = mm.algorithms if hasattr(mm, "algorithms") else algorithms
-    detail = f"{len(algorithms)} algorithms considered" + ("; autotuned (10 iterations)" if autotune else "; first heuristic")
+    detail = (f"{len(algorithms)} algorithms considered" + ("; autotuned (10 iterations)" if autotune else "; first heuristic")
+              + f"; runs {describe_algorithm(algorithms[0])}")
     outs = {}
 
     def call(i: int) -> None:

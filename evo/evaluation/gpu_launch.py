@@ -141,15 +141,21 @@ class LoadedKernel:
         config.blockDimX, config.blockDimY, config.blockDimZ = b
         config.sharedMemBytes = int(self.launch_cfg["smem"])
         config.hStream = cu.CUstream(stream)
+        attrs = []
         cluster = self.launch_cfg.get("cluster")
         if cluster:
             attr = cu.CUlaunchAttribute()
             attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
             attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
-            config.attrs = [attr]
-            config.numAttrs = 1
-        else:
-            config.numAttrs = 0
+            attrs.append(attr)
+        if self.launch_cfg.get("pdl"):  # evaluator.pdl, for a kernel whose PTX waits for the grid before it first
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.programmaticStreamSerializationAllowed = 1
+            attrs.append(attr)
+        if attrs:
+            config.attrs = attrs
+        config.numAttrs = len(attrs)
         return config
 
     def unload(self) -> None:

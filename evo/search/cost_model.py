@@ -77,8 +77,7 @@ def _ordered(source: str) -> bool:
 def _fixup_features(source: str, parts: int) -> list[float]:
     """Whether a hopper source adds its partials in order (FIXUP=1) and how many it adds in turn: on
     the H200 the ordered fix-up gained with 2-4 parts and lost with 8-16 (benchmarks/session10/). The
-    last features: the shipped prior's archives hold no FIXUP=1 kernel, so its weights for them are 0
-    until a run measures some."""
+    last features (the shipped prior is fit to sweeps that hold FIXUP=1 picks)."""
     if not _ordered(source):
         return [0.0, 0.0]
     return [1.0, math.log2(max(parts, 1))]
@@ -86,9 +85,8 @@ def _fixup_features(source: str, parts: int) -> list[float]:
 
 @lru_cache(maxsize=1024)
 def _swapped(source: str) -> bool:
-    """Whether a hopper source runs the product transposed (SWAP_AB). The last feature: the shipped
-    prior's measurements predate the gene, so its column there is constant (weight 0) until a run
-    measures transposed kernels."""
+    """Whether a hopper source runs the product transposed (SWAP_AB). The first shipped prior's
+    measurements predated the gene (weight 0); the refit one holds transposed picks."""
     return _SWAP.search(source) is not None
 
 
@@ -120,8 +118,8 @@ def _option_features(o: Mapping[str, str], stages: int, k_steps: float) -> list[
     the H200 the search's new bests over the shortlist were register caps and 6-7 stages where K
     gives 12-16 steps, which the genome features alone could not tell apart. The shipped prior's
     archives have no compile options (its weights for them are 0: a run learns them from its own
-    measurements), so what it gained is the depth features': the prior (fit without the compare
-    shapes) ranks the kernels every arm of the H200 compare measured on them
+    measurements), so what it gained is the depth features': the first prior (fit without the compare
+    shapes) ranked the kernels every arm of the H200 compare measured on them
     with a median Spearman of 0.82 (0.75 without), and in its order a kernel within 2% of a shape's
     best comes after 14.7 evaluations (22.7 without; random order 16.4): benchmarks/search/cost_model_h200.py."""
     return [math.log2(int(o["maxrregcount"])) if "maxrregcount" in o else 0.0,

@@ -4,12 +4,12 @@ A search's cost model (cost_model.py) starts empty and can rank nothing before a
 dozen kernels, which at 24 evaluations per shape is half the budget. The prior is the same model
 fit to archives of earlier sweeps on the H200 (`cost_prior.json`, built by this module); the search
 starts from it and pulls away from it as its own measurements arrive (ridge regression towards the
-prior's weights). Scored on H200 shapes it never saw (benchmarks/search/cost_model_h200.py), a fit
-like it ranks a shape's shortlist picks with a median rank correlation of 0.8-0.9, and its order
-reaches a pick within 2% of the shape's best in 2.9-3.4 evaluations where random order takes 6.2-6.8
-(the shipped prior on the 14 compare shapes: 4.5, the families' heuristic order 5.7). It ranks
-random genomes poorly (median 0.41) until fit on that kind of kernel: the search's own
-measurements of its mutants are what teach it those.
+prior's weights). On the 14 compare shapes, which it never saw, the shipped prior's order reaches a
+shortlist pick within 2% of the shape's best in 2.0-3.1 evaluations where random order takes 9.4-9.7
+(benchmarks/session17/prior_refit.py, three compares' measurements; the first prior, fit before the
+transposed, fix-up and tail-split genes existed: 5.6). Between kernels within a few percent of each
+other its error is larger than their difference, and it ranks random genomes poorly until fit on that
+kind of kernel: the search's own measurements of its mutants are what teach it those.
 
 Rebuild it after changing `features` (a prior whose feature count differs is ignored, with a
 warning) or with more archives:
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
         print("no shapes held out (--exclude): evo compare on any of these archives' shapes will measure a prior "
               "that has seen them")
     prior = build(a.archives, exclude=frozenset(Shape.parse(s.strip()) for s in excluded), gpu=a.gpu)
-    save(prior, a.out, sources=[Path(p).name for p in a.archives], exclude=excluded)
+    save(prior, a.out, sources=[str(p) for p in a.archives], exclude=excluded)  # as given: the folder tells sessions apart
     print(f"wrote {a.out}: {prior.rows} measurements, {prior.n_features} features")
 
 
