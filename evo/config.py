@@ -152,8 +152,8 @@ class EvaluatorConfig:
     cluster_queue: int = 1
     # time each kernel whose PTX waits for the grid before it first (every family's does) as a programmatic
     # dependent launch, as evo.dispatch runs it: its launch overlaps the previous kernel's tail. Off: the
-    # evaluator launches plainly (every H200 figure so far). For the A/B of whether the libraries' graph
-    # replays gain from this and evo's do not (benchmarks/session17/README.md); costs one nvcc -ptx a kernel
+    # evaluator launches plainly (every H200 figure so far). It exists to test whether plain launches cost
+    # evo's kernels time the libraries' do not lose (benchmarks/session17/README.md); one nvcc -ptx a kernel
     pdl: bool = False
 
 

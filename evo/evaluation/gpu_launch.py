@@ -7,6 +7,7 @@ Imported only inside GPU worker processes.
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any
 
 from cuda.bindings import driver as cu
@@ -101,6 +102,12 @@ def _result(code: int):
         return code
 
 
+@functools.cache
+def driver_takes_pdl() -> bool:
+    """Whether the driver takes programmatic dependent launches (CUDA 12.3 on), as evo.dispatch checks."""
+    return int(check(cu.cuDriverGetVersion(), "reading the driver version")) >= 12030
+
+
 class LoadedKernel:
     """A module loaded from a cubin, with its launch configuration for one shape."""
 
@@ -148,7 +155,8 @@ class LoadedKernel:
             attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
             attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
             attrs.append(attr)
-        if self.launch_cfg.get("pdl"):  # evaluator.pdl, for a kernel whose PTX waits for the grid before it first
+        # evaluator.pdl, for a kernel whose PTX waits for the grid before it first (plain on an older driver)
+        if self.launch_cfg.get("pdl") and driver_takes_pdl():
             attr = cu.CUlaunchAttribute()
             attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
             attr.value.programmaticStreamSerializationAllowed = 1
