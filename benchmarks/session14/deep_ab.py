@@ -15,6 +15,9 @@ tiles where they fit, else one, else one with fewer stages); the "stages" column
 stages] of the variant. `--variant tma_store_fewer` pairs the picks where two staging tiles do not fit
 at their stages with two tiles at the deepest pipeline that does fit, and `--variant multicast` the picks
 that split nothing with the same picks as multicast pairs (CLUSTER_M=2) (both benchmarks/session16/NEXT.md).
+`--variant one_cta_tma` pairs the 2-CTAs-per-SM picks with one persistent CTA per SM storing through two
+staging tiles, and `--variant wider_split` the split-K picks with a tile twice as large and twice the
+splits (both benchmarks/session17/NEXT.md).
 
     python benchmarks/session14/deep_ab.py --sets llm_layers grid125 --picks 3 --out /tmp/deep
 """
@@ -34,6 +37,7 @@ from evo.core.shapes import Shape, build_shape_set
 from evo.core.summary import geomean
 from evo.evaluation.evaluator import Evaluator
 from evo.families import FAMILIES
+from evo.families._family import ANY_SPLITS
 from evo.families.hopper import _problem, deepest_fitting
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "shapes"
@@ -89,8 +93,33 @@ def multicast(p: dict) -> dict | None:
     return q if _problem(q) is None else None
 
 
+def one_cta_tma(p: dict) -> dict | None:
+    """A 2-CTAs-per-SM pick as one persistent CTA per SM with two staging tiles (TMA_STORE=2, one tile's
+    store overlapping the next tile's loads) and two consumers where the tile allows, at the deepest
+    pipeline that fits (benchmarks/session17/NEXT.md item 2): what cuBLASLt's autotuned pick runs on
+    16384x256x256, a persistent 128x128 tile over 132 CTAs, against our 128x128 winners at 2 CTAs an SM."""
+    if p["CTAS_PER_SM"] != 2 or p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] or p["SWAP_AB"]:
+        return None
+    for consumers in (2, 1):
+        q = deepest_fitting(dict(p, CTAS_PER_SM=1, PERSISTENT=1, TMA_STORE=2, CONSUMERS=consumers), DEEPEST, 2)
+        if q is not None:
+            return q
+    return None
+
+
+def wider_split(p: dict) -> dict | None:
+    """A split-K pick over L2 with its tile doubled along its smaller side and twice the splits (the
+    same CTA count, half the operand traffic through L2), at the deepest pipeline that fits
+    (benchmarks/session17/NEXT.md item 3: on 1024x256x16384 our split-K 4 over 64x128 tiles loads about
+    192 MB through L2 for 40 MB of operands; the libraries pick split-K 4-8 over larger tiles)."""
+    if p["SPLIT_K"] == 1 or p["SPLIT_CLUSTER"] or p["SWAP_AB"] or p["SPLIT_K"] * 2 not in ANY_SPLITS:
+        return None
+    grown = dict(p, BM=p["BM"] * 2) if p["BM"] <= p["BN"] else dict(p, BN=p["BN"] * 2)
+    return deepest_fitting(dict(grown, SPLIT_K=p["SPLIT_K"] * 2), DEEPEST, 2)
+
+
 VARIANTS = {"deep": deepest, "pair": pair, "tma_store": tma_store, "tma_store_fewer": tma_store_fewer,
-            "multicast": multicast}
+            "multicast": multicast, "one_cta_tma": one_cta_tma, "wider_split": wider_split}
 
 
 def side_by_side(jobs: list, archive_path: Path, script: str, args: argparse.Namespace):
@@ -141,7 +170,9 @@ def main() -> None:
                 continue
             a, b = fam.candidate(p), fam.candidate(q)
             jobs += [(a, shape), (b, shape)]
-            label = {"deep": q["STAGES"], "pair": q["CLUSTER_M"], "multicast": q["CLUSTER_M"]}.get(
+            label = {"deep": q["STAGES"], "pair": q["CLUSTER_M"], "multicast": q["CLUSTER_M"],
+                     "one_cta_tma": (q["CONSUMERS"], q["STAGES"]),
+                     "wider_split": (q["BM"], q["BN"], q["SPLIT_K"], q["STAGES"])}.get(
                 args.variant, (q["TMA_STORE"], q["STAGES"]))
             meta.setdefault((a.id, shape), []).append((p, label, "base"))
             meta.setdefault((b.id, shape), []).append((p, label, "other"))
