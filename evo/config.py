@@ -166,6 +166,9 @@ class ArchiveConfig:
 class SweepConfig:
     budget: int = 200  # configurations per family (exhaustive when the genome is smaller)
     sample: str = "random"  # random | exhaustive | shortlist (each family's heuristic picks)
+    # shortlist only: heuristic (the families' ranking, rank-major) | prior (the cost model's prior picks
+    # `budget` of the 24-pick shortlist and orders them by predicted time; docs/search.md)
+    order: str = "heuristic"
 
 
 @dataclass
@@ -314,6 +317,10 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
     for lib in c.evaluator.libraries:
         _choice("evaluator.libraries", lib, ("torch", "cublaslt_heuristic", "cublaslt_autotuned"))
     _choice("sweep.sample", c.sweep.sample, ("random", "exhaustive", "shortlist"))
+    _choice("sweep.order", c.sweep.order, ("heuristic", "prior"))
+    if c.sweep.order == "prior" and c.sweep.sample != "shortlist":
+        raise ConfigError(f"sweep.order=prior orders a shortlist's picks: give sweep.sample=shortlist "
+                          f"(sweep.sample={c.sweep.sample} has no ranking to reorder)")
     _at_least("sweep.budget", c.sweep.budget, 1)
     _at_least("compare.budget", c.compare.budget, 1)
     _at_least("compare.seeds", c.compare.seeds, 1)

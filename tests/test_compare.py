@@ -98,6 +98,8 @@ def test_each_arm_gets_the_same_budget_and_its_own_archive(tmp_path):
     assert arms["unscreened"].search.screen_factor == 1
     assert arms["no_prior"].search.cost_prior == "off" and arms["search"].search.cost_prior == "auto"
     assert arms["shortlist"].sweep.sample == "shortlist" and arms["random_tc"].sweep.sample == "random"
+    c, _ = compose(["evaluator=simulated", "shapes=inline", SHAPES, "sweep.sample=shortlist", "sweep.order=prior"])
+    assert arm_config(c, "shortlist", 0).sweep.order == "heuristic"  # the baseline is the families' own ranking
     assert arms["replay"].mutator.structural == [*arms["search"].mutator.structural, "replay_change"]
     assert "replay_change" not in arms["search"].mutator.structural
     assert len({a.archive.path for a in arms.values()}) == 8

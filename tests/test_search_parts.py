@@ -366,6 +366,35 @@ def test_a_search_with_the_prior_seeds_the_models_choice_of_each_shortlist(tmp_p
     assert expected["on"] != expected["off"]  # the model's choice is not the shortlist's first pick
 
 
+def test_sweep_order_prior_takes_the_models_fastest_of_the_24_pick_shortlist(tmp_path, compile_cache):
+    """sweep.order=prior: a shape's `budget` picks are the prior's predicted fastest of the shortlist a
+    24-pick sweep evaluates, fastest first; the heuristic order is the families' own; the option is
+    refused for samples without a ranking, and a sweep runs with it."""
+    import random as random_
+
+    from evo.core.errors import ConfigError
+    from evo.search.cost_model import CostModel, features
+    from evo.search.cost_prior import load
+    from evo.search.sweep import PRIOR_POOL, plan, run_sweep
+    model, families = CostModel(prior=load()), ["ampere", "hopper", "simt", "skinny"]
+    for shape in (Shape(333, 6144, 4096), Shape(1, 6144, 4096)):
+        full = plan(families, shape, budget=PRIOR_POOL, sample="shortlist", rng=random_.Random(0), num_sms=132)
+        got = plan(families, shape, budget=8, sample="shortlist", rng=random_.Random(0), num_sms=132, prior=model)
+        predicted = dict(zip((c.id for c in full), model.predict([features(c, shape) for c in full])))
+        assert len(got) == 8 and {c.id for c in got} <= {c.id for c in full}
+        assert [predicted[c.id] for c in got] == sorted(predicted.values())[:8]
+        heuristic = plan(families, shape, budget=8, sample="shortlist", rng=random_.Random(0), num_sms=132)
+        assert [c.id for c in heuristic] == [c.id for c in full[:8]] != [c.id for c in got]
+    with pytest.raises(ConfigError, match="sweep.order=prior orders a shortlist"):
+        compose(["evaluator=simulated", "sweep.order=prior"])  # sweep.sample is random by default
+    c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[333x6144x4096]", "sweep.sample=shortlist",
+                      "sweep.order=prior", "sweep.budget=3", "search.progress=false",
+                      f"archive.path={tmp_path / 's.sqlite'}"])
+    run_sweep(c, raw)
+    a = Archive.open(tmp_path / "s.sqlite")
+    assert a.db.execute("select count(*) from evaluations").fetchone()[0] == 3
+
+
 def test_reward_against_best_credits_only_children_that_move_the_shape():
     from types import SimpleNamespace
 

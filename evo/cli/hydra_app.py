@@ -62,6 +62,8 @@ HELP = {
         "sample, or the whole genome; the baseline a search must beat at equal budget.",
         (("family=simt|ampere|hopper|skinny", "one family (default: all)"),
          ("sweep.sample=shortlist|random|exhaustive", "how configurations are chosen"),
+         ("sweep.order=heuristic|prior", "a shortlist's picks in the families' order, or the cost model prior's "
+                                         "predicted fastest of 24 first"),
          ("sweep.budget=N", "configurations per shape"), ("shapes=NAME", "shape set")),
         ("evo sweep shapes=smoke sweep.sample=shortlist sweep.budget=24",)),
     "compare": CommandHelp(

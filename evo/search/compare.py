@@ -104,6 +104,7 @@ def arm_config(c: EvoConfig, arm: str, seed: int) -> EvoConfig:
         a.mutator.structural = [*a.mutator.structural, "replay_change"]
     a.sweep.budget = c.compare.budget
     a.sweep.sample = "shortlist" if arm == "shortlist" else "random"
+    a.sweep.order = "heuristic"  # the shortlist arm is the families' own ranking, whatever sweep.order says
     a.family = None
     return a
 

@@ -17,12 +17,14 @@ from tabulate import tabulate
 from evo.archive.elites import cell_of, elites, offer, throttled
 from evo.archive.records import throttled_baselines
 from evo.config import EvoConfig, as_dict
+from evo.core.errors import ConfigError
 from evo.core.kernel import Candidate
 from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import Shape, build_shape_set
 from evo.core.signals import stop_signals_held
 from evo.core.summary import bucket_table
 from evo.families import FAMILIES
+from evo.search.cost_model import CostModel, features
 from evo.search.progress import Progress
 from evo.search.session import recorded_session
 
@@ -51,9 +53,20 @@ def sampled_families(families: list[str], shape: Shape) -> list[str]:
     return [f for f in families if ONLY_WHERE.get(f, lambda _: True)(shape)] or families
 
 
+#: with sweep.order=prior, the shortlist the prior chooses from: what a 24-pick sweep evaluates
+PRIOR_POOL = 24
+
+
 def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: random.Random,
-         num_sms: int) -> list[Candidate]:
-    """The configurations to evaluate on one shape (only those whose declaration supports it)."""
+         num_sms: int, prior: CostModel | None = None) -> list[Candidate]:
+    """The configurations to evaluate on one shape (only those whose declaration supports it). With a
+    cost model (`prior`, sweep.order=prior) a shortlist's `budget` picks are the model's predicted
+    fastest of the PRIOR_POOL-pick shortlist, fastest first."""
+    if sample == "shortlist" and prior is not None:
+        pool_plan = plan(families, shape, budget=max(budget, PRIOR_POOL), sample=sample, rng=rng, num_sms=num_sms)
+        predicted = prior.predict([features(c, shape, num_sms=num_sms) for c in pool_plan])
+        order = sorted(range(len(pool_plan)), key=lambda i: (predicted[i], i))  # ties: the heuristic's order
+        return [pool_plan[i] for i in order[:budget]]
     if sample == "shortlist":  # the families' picks, best-ranked first, taken in turn
         taken = sampled_families(families, shape)
         picks = {f: FAMILIES[f].suggest(shape.M, shape.N, shape.K, num_sms, limit=2 * budget) for f in taken}
@@ -76,6 +89,20 @@ def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: ra
     return out[:budget]
 
 
+def _prior_model(order: str) -> CostModel | None:
+    """The cost model that orders a shortlist (sweep.order=prior): the shipped prior, no measurements."""
+    if order != "prior":
+        return None
+    from evo.search import cost_prior  # here: `python -m evo.search.cost_prior` imports this module first
+    prior = cost_prior.load()
+    if prior is None:
+        raise ConfigError(f"sweep.order=prior, but {cost_prior.PRIOR_PATH} is missing or fit to other features: "
+                          f"rebuild it with `python -m evo.search.cost_prior ARCHIVE...`, or run with sweep.order=heuristic")
+    log.info(f"sweep.order=prior: each shape's picks are the cost model's predicted fastest of its "
+             f"{PRIOR_POOL}-pick shortlist (a prior fit to {prior.rows} measurements on {prior.gpu})")
+    return CostModel(prior=prior)
+
+
 def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> dict:
     """The sweep of `families` (default: `c.family`, or every family)."""
     shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
@@ -83,8 +110,9 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
     with recorded_session(c, kind="sweep", raw_config=as_dict(raw, fallback=c)) as s:
         ev, archive, run_id = s.evaluator, s.archive, s.run_id
         rng = random.Random(c.search.seed)
+        prior = _prior_model(c.sweep.order)
         plans = {shape: plan(families, shape, budget=c.sweep.budget, sample=c.sweep.sample, rng=rng,
-                             num_sms=ev.num_sms) for shape in shapes}
+                             num_sms=ev.num_sms, prior=prior) for shape in shapes}
         # rank-major: every shape's first pick, then every shape's second, ...: a sweep cut short has
         # spent its time on each shape's best-ranked configurations
         pairs = [(plans[shape][rank], shape) for rank in range(c.sweep.budget) for shape in shapes
