@@ -385,8 +385,10 @@ def test_sweep_order_prior_takes_the_models_fastest_of_the_24_pick_shortlist(tmp
         assert [predicted[c.id] for c in got] == sorted(predicted.values())[:8]
         heuristic = plan(families, shape, budget=8, sample="shortlist", rng=random_.Random(0), num_sms=132)
         assert [c.id for c in heuristic] == [c.id for c in full[:8]] != [c.id for c in got]
+    c, raw = compose(["evaluator=simulated", "sweep.order=prior", f"archive.path={tmp_path / 'r.sqlite'}"])
     with pytest.raises(ConfigError, match="sweep.order=prior orders a shortlist"):
-        compose(["evaluator=simulated", "sweep.order=prior"])  # sweep.sample is random by default
+        run_sweep(c, raw)  # sweep.sample is random by default
+    assert not (tmp_path / "r.sqlite").exists()  # refused before the session started
     c, raw = compose(["evaluator=simulated", "shapes=inline", "shapes.list=[333x6144x4096]", "sweep.sample=shortlist",
                       "sweep.order=prior", "sweep.budget=3", "search.progress=false",
                       f"archive.path={tmp_path / 's.sqlite'}"])

@@ -62,6 +62,9 @@ class Evaluator:
 
     # ---- setup ----------------------------------------------------------------------------
     def start(self) -> Evaluator:
+        if self.cfg.pdl:
+            log.info("evaluator.pdl=true: kernels whose PTX waits for the grid before them first are timed as "
+                     "programmatic dependent launches (docs/timing.md); every archived launch records pdl")
         self.pool.start()
         self._ensure_peaks()
         if self.archive and self.run_id is not None:  # a resumed run races against what it measured before

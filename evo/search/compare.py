@@ -476,6 +476,9 @@ def run_compare(c: EvoConfig, raw=None) -> dict:
         c = as_run(c, out)
     made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    if c.sweep.order != "heuristic" and not c.compare.report_only:
+        log.warning(f"sweep.order={c.sweep.order} is not used by evo compare: its shortlist arm takes the families' "
+                    f"own order (the baseline the search is compared with)")
     shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     plan = [(arm, 0) for arm in c.compare.arms if arm not in SEEDED]
     plan += [(arm, seed) for seed in range(c.compare.seeds) for arm in c.compare.arms if arm in SEEDED]

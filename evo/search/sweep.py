@@ -89,17 +89,24 @@ def plan(families: list[str], shape: Shape, *, budget: int, sample: str, rng: ra
     return out[:budget]
 
 
-def _prior_model(order: str) -> CostModel | None:
+def _prior_model(c: EvoConfig) -> CostModel | None:
     """The cost model that orders a shortlist (sweep.order=prior): the shipped prior, no measurements."""
-    if order != "prior":
+    if c.sweep.order != "prior":
         return None
+    if c.sweep.sample != "shortlist":
+        raise ConfigError(f"sweep.order=prior orders a shortlist's picks: give sweep.sample=shortlist "
+                          f"(sweep.sample={c.sweep.sample} has no ranking to reorder)")
     from evo.search import cost_prior  # here: `python -m evo.search.cost_prior` imports this module first
     prior = cost_prior.load()
     if prior is None:
         raise ConfigError(f"sweep.order=prior, but {cost_prior.PRIOR_PATH} is missing or fit to other features: "
                           f"rebuild it with `python -m evo.search.cost_prior ARCHIVE...`, or run with sweep.order=heuristic")
-    log.info(f"sweep.order=prior: each shape's picks are the cost model's predicted fastest of its "
-             f"{PRIOR_POOL}-pick shortlist (a prior fit to {prior.rows} measurements on {prior.gpu})")
+    pool = max(c.sweep.budget, PRIOR_POOL)
+    same = (" (at this budget it takes every pick: only their order changes)" if c.sweep.budget >= PRIOR_POOL else "")
+    on_double = (f"; on evaluator={c.evaluator.backend} its times are modelled, so this checks the plumbing, "
+                 f"not the choice" if c.evaluator.backend != "gpu" else "")
+    log.info(f"sweep.order=prior: each shape's {c.sweep.budget} picks are the cost model's predicted fastest of "
+             f"its {pool}-pick shortlist{same}, by a prior fit to {prior.rows} measurements on {prior.gpu}{on_double}")
     return CostModel(prior=prior)
 
 
@@ -107,10 +114,10 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
     """The sweep of `families` (default: `c.family`, or every family)."""
     shapes = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     families = families or ([c.family] if c.family else sorted(FAMILIES))
+    prior = _prior_model(c)  # before the session: a setting it refuses costs no GPU start
     with recorded_session(c, kind="sweep", raw_config=as_dict(raw, fallback=c)) as s:
         ev, archive, run_id = s.evaluator, s.archive, s.run_id
         rng = random.Random(c.search.seed)
-        prior = _prior_model(c.sweep.order)
         plans = {shape: plan(families, shape, budget=c.sweep.budget, sample=c.sweep.sample, rng=rng,
                              num_sms=ev.num_sms, prior=prior) for shape in shapes}
         # rank-major: every shape's first pick, then every shape's second, ...: a sweep cut short has
