@@ -99,3 +99,24 @@ def test_the_library_baselines_name_the_cublaslt_algorithm_they_ran(gpu_evaluato
     lt = {r.library: r for r in results if r.library.startswith("cublaslt") and r.status == "ok"}
     assert set(lt) == {"cublaslt_heuristic", "cublaslt_autotuned"}
     assert all("runs tile " in r.detail and "split-K " in r.detail for r in lt.values()), [r.detail for r in lt.values()]
+
+
+def test_kernels_timed_as_programmatic_dependent_launches_are_correct(tmp_path, compile_cache):
+    """evaluator.pdl=true on the real worker: family kernels (which wait first) launch with the attribute,
+    in graphs and plainly, and stay correct on every checked launch, a split-K and a cluster kernel too."""
+    cfg = EvaluatorConfig(backend="gpu", draws=2, replays=3, target_replay_ms=5, timeout_s=30, modes=["rotating"],
+                          cache_dir=str(compile_cache), pdl=True, libraries=["torch"],
+                          cluster=os.environ.get("EVO_TEST_CLUSTER") or None)
+    hopper = FAMILIES["hopper"]
+    cands = [hopper.candidate(hopper.default), hopper.candidate(dict(hopper.default, SPLIT_K=4)),
+             hopper.candidate(dict(hopper.default, BN=192, CLUSTER_M=2, PERSISTENT=0)),
+             FAMILIES["ampere"].candidate(FAMILIES["ampere"].default)]
+    ev = Evaluator(cfg).start()
+    try:
+        results = list(ev.evaluate([(c, s) for c in cands for s in (Shape(77, 4096, 4096), Shape(2048, 2048, 256))]))
+    finally:
+        ev.close()
+    assert len(results) == 8
+    for e in results:
+        assert e.ok and e.max_rel_err < 3e-4, (e.kernel_id[:12], e.shape, e.status, e.error)
+        assert e.launch and e.launch.get("pdl") is True, e.launch

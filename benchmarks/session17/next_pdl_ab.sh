@@ -9,7 +9,7 @@
 . benchmarks/device_common.sh
 device_setup
 R=/tmp/pdl && mkdir -p $R
-gpu_tests $R/pytest_gpu.txt 100 -m gpu gt/test_gpu.py -k "library_baselines or measured_peaks"
+gpu_tests $R/pytest_gpu.txt 100 -m gpu gt/test_gpu.py -k "library_baselines or measured_peaks or programmatic_dependent"
 cat $R/pytest_gpu.txt
 ARCH=benchmarks/session16/grid125/grid125.sqlite.gz
 for run in 1:false 2:true 3:false; do
