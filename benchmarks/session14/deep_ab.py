@@ -16,8 +16,9 @@ stages] of the variant. `--variant tma_store_fewer` pairs the picks where two st
 at their stages with two tiles at the deepest pipeline that does fit, and `--variant multicast` the picks
 that split nothing with the same picks as multicast pairs (CLUSTER_M=2) (both benchmarks/session16/NEXT.md).
 `--variant one_cta_tma` pairs the 2-CTAs-per-SM picks with one persistent CTA per SM storing through two
-staging tiles, and `--variant wider_split` the split-K picks with a tile twice as large and twice the
-splits (both benchmarks/session17/NEXT.md).
+staging tiles, `--variant wider_split` the split-K picks with a tile twice as large and twice the
+splits, and `--variant cluster_split4` the picks that split nothing with a 4-CTA cluster adding K quarters
+over DSMEM (all benchmarks/session17/NEXT.md).
 
     python benchmarks/session14/deep_ab.py --sets llm_layers grid125 --picks 3 --out /tmp/deep
 """
@@ -118,8 +119,19 @@ def wider_split(p: dict) -> dict | None:
     return deepest_fitting(dict(grown, SPLIT_K=p["SPLIT_K"] * 2), DEEPEST, 2)
 
 
+def cluster_split4(p: dict) -> dict | None:
+    """A pick that splits nothing, as a 4-CTA cluster adding its K quarters over DSMEM (SPLIT_CLUSTER=1,
+    SPLIT_K=4), at the deepest pipeline that fits (benchmarks/session17/NEXT.md item 4: on 64x64x256 the
+    library spreads the 64x64 output over 8 CTAs in 4-CTA clusters; our best runs it in 1 CTA, and the
+    shortlist's cluster splits stop at 2)."""
+    if p["SPLIT_K"] > 1 or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] or p["SWAP_AB"] or p["CLUSTER_M"] > 1:
+        return None
+    return deepest_fitting(dict(p, SPLIT_CLUSTER=1, SPLIT_K=4, PERSISTENT=0, TMA_STORE=0), DEEPEST, 2)
+
+
 VARIANTS = {"deep": deepest, "pair": pair, "tma_store": tma_store, "tma_store_fewer": tma_store_fewer,
-            "multicast": multicast, "one_cta_tma": one_cta_tma, "wider_split": wider_split}
+            "multicast": multicast, "one_cta_tma": one_cta_tma, "wider_split": wider_split,
+            "cluster_split4": cluster_split4}
 
 
 def side_by_side(jobs: list, archive_path: Path, script: str, args: argparse.Namespace):
@@ -172,7 +184,8 @@ def main() -> None:
             jobs += [(a, shape), (b, shape)]
             label = {"deep": q["STAGES"], "pair": q["CLUSTER_M"], "multicast": q["CLUSTER_M"],
                      "one_cta_tma": (q["CONSUMERS"], q["STAGES"]),
-                     "wider_split": (q["BM"], q["BN"], q["SPLIT_K"], q["STAGES"])}.get(
+                     "wider_split": (q["BM"], q["BN"], q["SPLIT_K"], q["STAGES"]),
+                     "cluster_split4": (q["SPLIT_K"], q["STAGES"])}.get(
                 args.variant, (q["TMA_STORE"], q["STAGES"]))
             meta.setdefault((a.id, shape), []).append((p, label, "base"))
             meta.setdefault((b.id, shape), []).append((p, label, "other"))

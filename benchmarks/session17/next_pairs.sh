@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# For the next GPU session (NEXT.md items 2-3), one H200, ~5 minutes (timeouts add up to 300 s): pairs timed
+# For the next GPU session (NEXT.md items 2-4), one H200, ~6.5 minutes (timeouts add up to 380 s): pairs timed
 # side by side by benchmarks/session14/deep_ab.py, libraries in the same run: (1) the 2-CTAs-per-SM picks of
 # the K = 256 shapes against one persistent CTA per SM with two TMA staging tiles (--variant one_cta_tma);
 # (2) the split-K picks of the long-K, small-output shapes against a tile twice as large at twice the splits
 # (--variant wider_split); (3) one stage fewer to fit two staging tiles, on more K = 256 shapes
-# (--variant tma_store_fewer). On the CPU (`--backend simulated`) the same commands make 29, 25 and 39 pairs.
+# (--variant tma_store_fewer); (4) the tiny outputs as 4-CTA cluster splits (--variant cluster_split4). On the
+# CPU (`--backend simulated`) the same commands make 29, 25, 39 and 40 pairs.
 #   OUT=/some/folder bash benchmarks/session17/next_pairs.sh
 . benchmarks/device_common.sh
 device_setup
@@ -20,5 +21,10 @@ tail -8 $R/wider_split.log
 EVO_CACHE_DIR=/tmp/evo-cache timeout -s INT 100 python3 benchmarks/session14/deep_ab.py --variant tma_store_fewer \
   --shapes $K256 64x4096x256 4096x64x256 --picks 12 --out $R/fewer --budget-s 80 > $R/fewer.log 2>&1
 tail -8 $R/fewer.log
+# (4) the tiny outputs: picks that split nothing against a 4-CTA cluster adding K quarters over DSMEM
+EVO_CACHE_DIR=/tmp/evo-cache timeout -s INT 80 python3 benchmarks/session14/deep_ab.py --variant cluster_split4 \
+  --shapes 64x64x256 64x64x1024 64x128x256 128x64x256 64x256x256 128x128x256 256x64x512 --picks 6 \
+  --out $R/cluster_split4 --budget-s 60 > $R/cluster_split4.log 2>&1
+tail -8 $R/cluster_split4.log
 device_done
 cp "$OUT/gpu.txt" $R/ && xz -9 $R/*/*.sqlite; tar -czf "$OUT/pairs.tgz" -C /tmp pairs
