@@ -110,7 +110,7 @@ def one_cta_tma(p: dict) -> dict | None:
 
 def wider_split(p: dict) -> dict | None:
     """A split-K pick over L2 with its tile doubled along its smaller side and twice the splits (the
-    same CTA count, half the operand traffic through L2), at the deepest pipeline that fits
+    same CTA count; the other operand is read through L2 half as often), at the deepest pipeline that fits
     (benchmarks/session17/NEXT.md item 3: on 1024x256x16384 our split-K 4 over 64x128 tiles loads about
     192 MB through L2 for 40 MB of operands; the libraries pick split-K 4-8 over larger tiles)."""
     if p["SPLIT_K"] == 1 or p["SPLIT_CLUSTER"] or p["SWAP_AB"] or p["SPLIT_K"] * 2 not in ANY_SPLITS:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# For the next GPU session (NEXT.md item 1), one H200, ~9 minutes (timeouts add up to 560 s): the GPU tests of
+# For the next GPU session (NEXT.md item 1), one H200, ~9 minutes (timeouts add up to 520 s): the GPU tests of
 # this session's two changes, then grid125's per-shape winners (session16's sweep) timed by `evo bench
 # kernels_of=...` three times, plain / evaluator.pdl=true / plain, libraries timed again in each run (so runs
 # 1 and 3 are the a/a spread). What it answers: does evo lose the few-microsecond shapes to the libraries
@@ -12,7 +12,11 @@ R=/tmp/pdl && mkdir -p $R
 gpu_tests $R/pytest_gpu.txt 100 -m gpu gt/test_gpu.py -k "library_baselines or measured_peaks or programmatic_dependent"
 cat $R/pytest_gpu.txt
 ARCH=benchmarks/session16/grid125/grid125.sqlite.gz
-for run in 1:false 2:true 3:false; do
+RUNS="1:false 2:true 3:false"
+if ! grep -q " passed" $R/pytest_gpu.txt || grep -q -E "failed|error" $R/pytest_gpu.txt; then
+  echo "the GPU tests did not all pass: no A/B (it would time broken launches)"; RUNS=""
+fi
+for run in $RUNS; do
   n=${run%%:*}; pdl=${run##*:}
   (cd /tmp && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout -s INT 140 python3 -m evo bench \
      kernels_of=$REPO/$ARCH evaluator.pdl=$pdl evaluator.replays=5 evaluator.target_replay_ms=10 evaluator.draws=1 \

@@ -1,7 +1,8 @@
-"""`evo sweep sweep.sample=shortlist sweep.order=prior` offline: of each shape's 24 shortlist picks, how good
-is the best of the first B when the shipped prior picks and orders them, against the families' own
-(heuristic, rank-major) order? No GPU needed: it reads the shortlist arms of the `evo compare` runs kept
-in the repository (sessions 12, 13, 14 and 17), whose 14 shapes the prior never saw.
+"""`evo sweep sweep.sample=shortlist sweep.order=prior` offline: of each shape's shortlist picks (16-24), how
+good is the best of the first B when the shipped prior picks and orders them, against the families' own
+(heuristic, rank-major) order? No GPU needed: it reads the shortlist arms of the five `evo compare` runs
+kept in the repository (sessions 12, 13, 14, and two in 17), whose 14 shapes the prior never saw. Only the
+two session-17 runs timed the shortlist as it is now; the older ones timed earlier shortlists.
 
     python benchmarks/session17/prior_order.py > benchmarks/session17/prior_order.log
 

@@ -64,7 +64,8 @@ class Evaluator:
     def start(self) -> Evaluator:
         if self.cfg.pdl:
             log.info("evaluator.pdl=true: kernels whose PTX waits for the grid before them first are timed as "
-                     "programmatic dependent launches (docs/timing.md); every archived launch records pdl")
+                     "programmatic dependent launches where the driver takes them (CUDA 12.3 on; docs/timing.md); "
+                     "each such evaluation's archived launch records pdl: true")
         self.pool.start()
         self._ensure_peaks()
         if self.archive and self.run_id is not None:  # a resumed run races against what it measured before

@@ -18,7 +18,7 @@ from evo.core.records import DeviceInfo, KernelResult, Status
 from evo.evaluation import gpu_baselines, steps
 from evo.evaluation.faults import ContextLost, is_cuda_error
 from evo.evaluation.gpu_buffers import Guarded, TimingSets, fresh_generator, reference
-from evo.evaluation.gpu_launch import CudaError, LoadedKernel, synchronize
+from evo.evaluation.gpu_launch import CudaError, LoadedKernel, driver_takes_pdl, synchronize
 from evo.evaluation.gpu_timing import ClockReader
 from evo.evaluation.tolerance import error_stats, verdict
 
@@ -64,6 +64,8 @@ class GpuHarness:
         gpu = self.info.key
         kernel = None
         out: dict = {"libraries": []}
+        if (req.get("launch") or {}).get("pdl") and not driver_takes_pdl():  # recorded as launched: plainly
+            req = {**req, "launch": {**req["launch"], "pdl": False}}
 
         def fail(status: Status, error: str, **kw) -> dict:
             out["kernel"] = KernelResult(status, error, backend="gpu", gpu=gpu, launch=req.get("launch"), **kw).to_json()

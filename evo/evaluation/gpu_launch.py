@@ -155,8 +155,9 @@ class LoadedKernel:
             attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
             attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
             attrs.append(attr)
-        # evaluator.pdl, for a kernel whose PTX waits for the grid before it first (plain on an older driver)
-        if self.launch_cfg.get("pdl") and driver_takes_pdl():
+        # evaluator.pdl, for a kernel whose PTX waits for the grid before it first (the harness clears the
+        # flag on a driver older than CUDA 12.3, so that the archive records the launch as it ran)
+        if self.launch_cfg.get("pdl"):
             attr = cu.CUlaunchAttribute()
             attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
             attr.value.programmaticStreamSerializationAllowed = 1
