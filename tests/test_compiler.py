@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import time
@@ -91,3 +92,35 @@ def test_the_log_keeps_no_text_of_other_files():
     out = trim_log(log, "/tmp/w/src.cu")
     assert "TOPSECRET" not in out and ".secrets" not in out and "another file, left out" in out
     assert 'kernel.cu(12): error: identifier "foo"' in out and "foo = 1;" in out and "cuda_fp16.hpp(100)" in out
+
+
+WAITS = """#include <cuda_fp16.h>
+extern "C" __global__ void hgemm(const half* A, const half* B, half* C, int M, int N, int K) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  C[threadIdx.x] = A[threadIdx.x];
+}
+"""
+
+
+def test_the_compile_decides_from_its_ptx_whether_the_kernel_is_timed_as_a_dependent_launch(tmp_path):
+    """The PDL timing verdict comes from the PTX nvcc kept while making the cubin, and is cached with it:
+    yes for a kernel that waits for the grid before it first; no for one that reads first, or that waits
+    first but signals its dependents early (in replays that would start its own next launch sooner). A
+    cache entry from before the verdict was recorded says it does not know."""
+    early = WAITS.replace("  asm volatile", "  C[0] = A[1];\n  asm volatile")
+    signals = WAITS.replace("  C[threadIdx.x]", '  asm volatile("griddepcontrol.launch_dependents;");\n  C[threadIdx.x]')
+    c = Compiler(cache_dir=tmp_path, timeout_s=300)
+    try:
+        sources = (WAITS, early, signals)
+        fresh = [c.compile(src) for src in sources]
+        assert [(r.ok, r.cached, r.pdl_timing) for r in fresh] == [(True, False, True), (True, False, False),
+                                                                   (True, False, False)]
+        assert [c.compile(src).pdl_timing for src in sources] == [True, False, False]  # from the cache
+        meta = tmp_path / f"{c.key(WAITS)}.json"
+        old = json.loads(meta.read_text())
+        del old["pdl_timing"]
+        meta.write_text(json.dumps(old))
+        again = c.compile(WAITS)
+        assert again.cached and again.ok and again.pdl_timing is None
+    finally:
+        c.close()

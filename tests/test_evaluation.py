@@ -1,4 +1,6 @@
 """The evaluation pipeline with the CPU test double: containment, dispatch, labelling."""
+import json
+
 import pytest
 
 from evo.archive import Archive
@@ -188,23 +190,47 @@ def test_a_resumed_run_races_against_the_kernels_it_timed_before(tmp_path, compi
 
 def test_evaluator_pdl_launches_only_kernels_whose_ptx_waits_first(tmp_path, compile_cache):
     """evaluator.pdl: a kernel is timed as a programmatic dependent launch only where its PTX waits for
-    the grid before it first (so that it cannot overlap what ran before it); off, nothing is."""
+    the grid before it first (so that it cannot overlap what ran before it) and does not signal its
+    dependents early (which in replays would start its own next launch sooner); off, nothing is."""
     s = Shape(256, 256, 1024)
+    wait = 'asm volatile("griddepcontrol.wait;" ::: "memory");'
+    signal = 'asm volatile("griddepcontrol.launch_dependents;" ::: "memory");'
     waits = Candidate.make(GOOD)
-    early = Candidate.make(GOOD.replace('asm volatile("griddepcontrol.wait;" ::: "memory");',
-                                        'asm volatile("griddepcontrol.launch_dependents;" ::: "memory");'))
-    assert early.source != waits.source
-    for pdl, expected in ((True, {waits.id: True, early.id: False}), (False, {waits.id: False, early.id: False})):
+    early = Candidate.make(GOOD.replace(wait, signal))
+    signals = Candidate.make(GOOD.replace(wait, wait + "\n    " + signal))
+    assert len({waits.source, early.source, signals.source}) == 3
+    for pdl, expected in ((True, {waits.id: True, early.id: False, signals.id: False}),
+                          (False, {waits.id: False, early.id: False, signals.id: False})):
         cfg = EvaluatorConfig(backend="simulated", timeout_s=30, cache_dir=str(compile_cache), gpus=[], pdl=pdl)
         ev = Evaluator(cfg).start()
         try:
-            for cand in (waits, early):
+            for cand in (waits, early, signals):
                 prepared = ev.prepare(cand).result()
                 assert prepared.status is None and prepared.pdl is expected[cand.id]
                 job = ev._job(cand, s, prepared, None, False, [])
                 launch = job.prepare(ev.devices[0])["launch"]
                 assert launch.get("pdl", False) is expected[cand.id]
-            assert {e.kernel_id: str(e.status) for e in ev.evaluate([(waits, s), (early, s)])} == {
-                waits.id: "ok", early.id: "ok"}
+            assert {e.kernel_id: str(e.status) for e in ev.evaluate([(waits, s), (early, s), (signals, s)])} == {
+                waits.id: "ok", early.id: "ok", signals.id: "ok"}
         finally:
             ev.close()
+
+
+def test_a_compile_cached_before_the_pdl_verdict_was_recorded_is_checked_from_its_ptx(tmp_path):
+    """A cache entry without the compile's PDL verdict (made before it was recorded) is not taken as a
+    no: the evaluator reads the kernel's PTX, so the kernel is timed as it would be fresh, and the
+    verdict goes into the entry (one nvcc -ptx per kernel, not one per run)."""
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=30, cache_dir=str(tmp_path), gpus=[])
+    assert cfg.pdl  # the default: timed as evo.dispatch launches it
+    ev = Evaluator(cfg).start()
+    try:
+        cand = Candidate.make(GOOD)
+        assert ev.compiler.compile(cand.source).pdl_timing is True
+        meta = tmp_path / f"{ev.compiler.key(cand.source)}.json"
+        meta.write_text(json.dumps({k: v for k, v in json.loads(meta.read_text()).items() if k != "pdl_timing"}))
+        assert ev.compiler.compile(cand.source).pdl_timing is None
+        assert ev.prepare(cand).result().pdl is True
+        assert json.loads(meta.read_text())["pdl_timing"] is True
+        assert ev.compiler.compile(cand.source).pdl_timing is True
+    finally:
+        ev.close()

@@ -226,12 +226,14 @@ def test_a_run_stored_before_a_setting_existed_resumes_with_the_behaviour_it_sta
     from evo.search import resumed_config
     c, _ = compose(["evaluator=simulated"])
     stored = as_dict(c)
-    for group, key in (("search", "cost_prior"), ("mutator", "reward_against"), ("mutator", "evaluation_cost")):
+    for group, key in (("search", "cost_prior"), ("mutator", "reward_against"), ("mutator", "evaluation_cost"),
+                       ("evaluator", "pdl")):
         del stored[group][key]  # as an older evo stored its runs
     old = resumed_config(stored, [])
-    assert (old.search.cost_prior, old.mutator.reward_against, old.mutator.evaluation_cost) == ("off", "parent", 0.0)
+    assert (old.search.cost_prior, old.mutator.reward_against, old.mutator.evaluation_cost, old.evaluator.pdl) == (
+        "off", "parent", 0.0, False)
     new = resumed_config(as_dict(c), [])  # a run that stored them keeps what it stored
-    assert (new.search.cost_prior, new.mutator.reward_against) == ("auto", "best")
+    assert (new.search.cost_prior, new.mutator.reward_against, new.evaluator.pdl) == ("auto", "best", True)
 
 
 def test_a_plain_resume_names_an_unfinished_run_beside_the_finished_last_one(tmp_path):

@@ -249,6 +249,15 @@ def waits_first_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
     return False
 
 
+def timed_as_dependent_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
+    """Whether the evaluator may time the kernel as a programmatic dependent launch: it waits for the
+    grid before it first (`waits_first_in_ptx`) and never signals its own dependents early
+    (`griddepcontrol.launch_dependents`). In graph replays the kernel after it is itself, so an early
+    signal would start its own next replay sooner, a gain it does not get in a model, where the
+    kernel before it is another one."""
+    return waits_first_in_ptx(ptx, entry) and "griddepcontrol.launch_dependents" not in _PTX_COMMENT.sub("", ptx)
+
+
 def source_hash(source: str) -> str:
     """Content hash identifying a candidate (the source text is the candidate)."""
     return hashlib.sha256(source.encode()).hexdigest()[:20]

@@ -143,6 +143,9 @@ class CompileResult:
     log: str = ""  # trimmed compiler output (errors and warnings)
     seconds: float = 0.0
     cached: bool = False
+    # whether the evaluator may time it as a programmatic dependent launch, from the PTX
+    # (evo.core.kernel.timed_as_dependent_in_ptx); None: not known (a cache entry from before it was recorded)
+    pdl_timing: bool | None = None
 
     @property
     def ok(self) -> bool:

@@ -3,6 +3,9 @@ content-addressed cache keyed by source + flags + nvcc version. A candidate's ow
 (`evo.core.compile_options`, a whitelist) are a line of its source, so the key covers them.
 
 `-Xptxas -v` is parsed into `Resources`; a compiler error is kept (trimmed) for repair prompts.
+nvcc keeps the PTX it makes on the way (`--keep`), so whether the kernel may be timed as a programmatic
+dependent launch (it waits for the grid before it first, and signals no dependent early) is decided
+once, cached with the cubin.
 nvcc runs in its own process group so that a timeout kills it with all its children.
 """
 from __future__ import annotations
@@ -17,11 +20,13 @@ import signal
 import subprocess
 import tempfile
 import time
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
 from evo.core.compile_options import OptionError, nvcc_flags
 from evo.core.errors import CompileToolError
+from evo.core.kernel import timed_as_dependent_in_ptx
 from evo.core.records import CompileResult, Resources
 
 DEFAULT_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-Xptxas", "-v")
@@ -151,7 +156,7 @@ class Compiler:
         with tempfile.TemporaryDirectory(prefix="evo-nvcc-") as tmp:
             src, out = Path(tmp) / f"{key}.cu", Path(tmp) / f"{key}.cubin"
             src.write_text(source)
-            cmd = [self.nvcc, "-cubin", *self.flags, *extra, "-o", str(out), str(src)]
+            cmd = [self.nvcc, "-cubin", *self.flags, *extra, "--keep", "--keep-dir", tmp, "-o", str(out), str(src)]
             start = time.monotonic()
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     cwd=tmp, start_new_session=True)
@@ -166,8 +171,10 @@ class Compiler:
             if proc.returncode != 0 or not out.exists():
                 return CompileResult("error", key, log=trim_log(log, str(src)) or f"nvcc exited with {proc.returncode}",
                                      seconds=seconds)
+            ptx = Path(tmp) / f"{key}.ptx"  # what --keep left: the PTX the cubin was assembled from
+            pdl = timed_as_dependent_in_ptx(ptx.read_text(errors="replace")) if ptx.exists() else None
             return CompileResult("ok", key, cubin=out.read_bytes(), resources=parse_ptxas(log),
-                                 log=trim_log(log, str(src)), seconds=seconds)
+                                 log=trim_log(log, str(src)), seconds=seconds, pdl_timing=pdl)
 
     def ptx(self, source: str) -> str:
         """The PTX nvcc makes of a source with this compiler's flags and the source's own options
@@ -185,6 +192,17 @@ class Compiler:
                 raise CompileToolError(f"nvcc -ptx failed: {trim_log(proc.stdout + proc.stderr, str(src))}")
             return out.read_text()
 
+    def pdl_timing(self, source: str, r: CompileResult) -> bool:
+        """Whether the compiled kernel may be timed as a programmatic dependent launch: the compile's
+        verdict, or for a cache entry made before the verdict was recorded, nvcc -ptx's once, then
+        written into the entry. Raises CompileToolError when nvcc cannot make the PTX."""
+        if r.pdl_timing is not None:
+            return r.pdl_timing
+        verdict = timed_as_dependent_in_ptx(self.ptx(source))
+        if r.ok:
+            self._store(replace(r, pdl_timing=verdict))
+        return verdict
+
     def _paths(self, key: str) -> tuple[Path, Path]:
         return self.cache_dir / f"{key}.json", self.cache_dir / f"{key}.cubin"
 
@@ -196,14 +214,15 @@ class Compiler:
         except (OSError, ValueError, KeyError):
             return None
         resources = Resources(**meta["resources"]) if meta.get("resources") else None
-        return CompileResult(meta["status"], key, cubin, resources, meta.get("log", ""), meta.get("seconds", 0.0), True)
+        return CompileResult(meta["status"], key, cubin, resources, meta.get("log", ""), meta.get("seconds", 0.0), True,
+                             meta.get("pdl_timing"))
 
     def _store(self, r: CompileResult) -> None:
         meta_path, cubin_path = self._paths(r.key)
         if r.cubin is not None:
             _atomic_write(cubin_path, r.cubin)
         meta = {"status": r.status, "log": r.log, "seconds": r.seconds,
-                "resources": r.resources.to_json() if r.resources else None}
+                "resources": r.resources.to_json() if r.resources else None, "pdl_timing": r.pdl_timing}
         _atomic_write(meta_path, json.dumps(meta).encode())
 
 

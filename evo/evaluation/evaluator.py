@@ -16,7 +16,7 @@ from evo.archive import records as stored
 from evo.archive.store import Archive
 from evo.config import EvaluatorConfig
 from evo.core.errors import CompileToolError, GpuUnavailable
-from evo.core.kernel import Candidate, LaunchError, waits_first_in_ptx
+from evo.core.kernel import Candidate, LaunchError
 from evo.core.records import (
     CompileResult,
     DeviceInfo,
@@ -42,7 +42,7 @@ class Prepared:
     status: Status | None  # None: ready to run
     error: str = ""
     compiled: CompileResult | None = None
-    pdl: bool = False  # launched as a programmatic dependent (evaluator.pdl, and its PTX waits first)
+    pdl: bool = False  # launched as a programmatic dependent (evaluator.pdl, and its PTX allows it)
 
 
 class Evaluator:
@@ -62,10 +62,9 @@ class Evaluator:
 
     # ---- setup ----------------------------------------------------------------------------
     def start(self) -> Evaluator:
-        if self.cfg.pdl:
-            log.info("evaluator.pdl=true: kernels whose PTX waits for the grid before them first are timed as "
-                     "programmatic dependent launches where the driver takes them (CUDA 12.3 on; docs/timing.md); "
-                     "each such evaluation's archived launch records pdl: true")
+        if not self.cfg.pdl:
+            log.info("evaluator.pdl=false: every kernel is timed as a plain launch (not as evo.dispatch runs "
+                     "it in PyTorch; docs/timing.md)")
         self.pool.start()
         self._ensure_peaks()
         if self.archive and self.run_id is not None:  # a resumed run races against what it measured before
@@ -149,13 +148,14 @@ class Evaluator:
             return Prepared(c, Status.COMPILE_TIMEOUT, r.log, r)
         if not r.ok:
             return Prepared(c, Status.COMPILE_ERROR, r.log, r)
-        return Prepared(c, None, "", r, pdl=self.cfg.pdl and self._waits_first(c))
+        return Prepared(c, None, "", r, pdl=self.cfg.pdl and self._pdl_timing(c, r))
 
-    def _waits_first(self, c: Candidate) -> bool:
-        """Whether the kernel's PTX waits for the grid before it before touching memory: only such a
-        kernel is launched as a programmatic dependent, so that none can overlap the kernel before it."""
+    def _pdl_timing(self, c: Candidate, r: CompileResult) -> bool:
+        """Whether the kernel is timed as a programmatic dependent launch: only where its PTX waits for
+        the grid before it before touching memory (so that it cannot overlap the kernel before it) and
+        never signals its dependents early (which would speed up its own next replay)."""
         try:
-            return waits_first_in_ptx(self.compiler.ptx(c.source))
+            return self.compiler.pdl_timing(c.source, r)
         except CompileToolError as e:
             log.warning(f"kernel {c.id[:12]}: no PTX to check ({e}); timed without PDL")
             return False

@@ -123,7 +123,7 @@ def resume(path: str, run_id: int | None = None, *, overrides: list[str] | None 
 # Settings added after runs were stored, each with the value that does what evo did before it
 # existed: a run stored without one resumes as it started, not with the new default.
 ADDED_SINCE = {("search", "cost_prior"): "off", ("mutator", "reward_against"): "parent",
-               ("mutator", "evaluation_cost"): 0.0}
+               ("mutator", "evaluation_cost"): 0.0, ("evaluator", "pdl"): False}
 
 
 def resumed_config(stored: dict, overrides: list[str], *, run_id: int = 0) -> EvoConfig:
