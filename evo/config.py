@@ -151,8 +151,9 @@ class EvaluatorConfig:
     # there when one ends (0: one job per worker, each GPU idles a round trip to the driver between jobs)
     cluster_queue: int = 1
     # time each kernel whose PTX waits for the grid before it first (every family's does) as a programmatic
-    # dependent launch, as evo.dispatch runs it in PyTorch: its launch overlaps the previous kernel's tail.
-    # false: plain launches, as every H200 figure before session 18 (docs/timing.md)
+    # dependent launch, as evo.dispatch runs it in PyTorch: its launch overlaps the previous kernel's tail
+    # (not one that signals its dependents early: that would speed up its own next replay). false: plain
+    # launches, as every H200 figure before session 18 (docs/timing.md)
     pdl: bool = True
 
 

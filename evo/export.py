@@ -38,7 +38,7 @@ def pdl_verdicts(compiler: Compiler, sources: dict[str, str]) -> dict[str, bool]
             log.warning(f"kernel {item[0][:12]}: no PTX to check ({e}); it will be launched without PDL")
             return False
         if not waits:
-            log.info(f"kernel {item[0][:12]}: its PTX does more than read parameters before griddepcontrol.wait "
+            log.info(f"kernel {item[0][:12]}: its PTX may touch global memory before griddepcontrol.wait "
                      f"(or has no wait): launched without PDL")
         return waits
     with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:

@@ -3,7 +3,7 @@ import os
 import subprocess
 import time
 
-from evo.evaluation.compiler import Compiler, parse_ptxas
+from evo.evaluation.compiler import PDL_RULE, Compiler, parse_ptxas
 from evo.families import FAMILIES
 
 BROKEN = """#include <cuda_fp16.h>
@@ -108,19 +108,32 @@ def test_the_compile_decides_from_its_ptx_whether_the_kernel_is_timed_as_a_depen
     first but signals its dependents early (in replays that would start its own next launch sooner). A
     cache entry from before the verdict was recorded says it does not know."""
     early = WAITS.replace("  asm volatile", "  C[0] = A[1];\n  asm volatile")
-    signals = WAITS.replace("  C[threadIdx.x]", '  asm volatile("griddepcontrol.launch_dependents;");\n  C[threadIdx.x]')
+    signals = [WAITS.replace("  C[threadIdx.x]", f'  {signal}\n  C[threadIdx.x]') for signal in (
+        'asm volatile("griddepcontrol.launch_dependents;");',
+        'asm volatile("griddepcontrol .launch_dependents;");',  # spellings ptxas takes as the same
+        'asm volatile("griddepcontrol\\n.launch_dependents;");',
+        "cudaTriggerProgrammaticLaunchCompletion();")]
     c = Compiler(cache_dir=tmp_path, timeout_s=300)
     try:
-        sources = (WAITS, early, signals)
+        sources = (WAITS, early, *signals)
         fresh = [c.compile(src) for src in sources]
-        assert [(r.ok, r.cached, r.pdl_timing) for r in fresh] == [(True, False, True), (True, False, False),
-                                                                   (True, False, False)]
-        assert [c.compile(src).pdl_timing for src in sources] == [True, False, False]  # from the cache
+        assert [(r.ok, r.cached, r.pdl_timing) for r in fresh] == [(True, False, True)] + [(True, False, False)] * 5
+        assert [c.compile(src).pdl_timing for src in sources] == [True] + [False] * 5  # from the cache
         meta = tmp_path / f"{c.key(WAITS)}.json"
         old = json.loads(meta.read_text())
-        del old["pdl_timing"]
+        assert old["pdl_rule"] == PDL_RULE
+        del old["pdl_timing"], old["pdl_rule"]
         meta.write_text(json.dumps(old))
         again = c.compile(WAITS)
         assert again.cached and again.ok and again.pdl_timing is None
+        meta.write_text(json.dumps({**old, "pdl_timing": True, "pdl_rule": PDL_RULE - 1}))  # by an older rule
+        assert c.compile(WAITS).pdl_timing is None
+        meta.write_text(json.dumps({**old, "pdl_timing": True}))  # older still: no rule recorded
+        assert c.compile(WAITS).pdl_timing is None
     finally:
         c.close()
+
+
+def test_a_ptxas_error_names_no_temporary_file(compiler):
+    r = compiler.compile(WAITS.replace("  C[threadIdx.x]", '  asm volatile("no.such.instruction;");\n  C[threadIdx.x]'))
+    assert r.status == "error" and "kernel.ptx" in r.log and "/tmp" not in r.log, r.log

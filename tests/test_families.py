@@ -192,10 +192,31 @@ ENTRY = 'extern "C" __global__ void hgemm(const half* A, const half* B, half* C,
 WAIT = 'asm volatile("griddepcontrol.wait;" ::: "memory");'
 
 
+BAR_INIT = ('__shared__ unsigned long long bar;\n  if (threadIdx.x == 0) asm volatile('
+            '"mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"((unsigned)__cvta_generic_to_shared(&bar)));\n'
+            '  __syncthreads();')
+
+
 @pytest.mark.parametrize("body,waits", [
     (f"{WAIT}\n  C[threadIdx.x] = A[threadIdx.x];", True),
     (f"C[threadIdx.x] = A[threadIdx.x];\n  {WAIT}", False),  # reads before it waits
     (f"if (M > 1) {{ {WAIT} }}\n  C[threadIdx.x] = A[threadIdx.x];", False),  # waits only on a branch
+    # a prologue on shared memory and barriers (as hopper's), on one thread, before the wait
+    (f"{BAR_INIT}\n  {WAIT}\n  C[threadIdx.x] = A[threadIdx.x];", True),
+    (f"if (M == 0) return;\n  {WAIT}\n  C[threadIdx.x] = A[threadIdx.x];", True),  # a path that leaves first
+    # the same prologue reading global memory on one thread
+    (f"__shared__ half s;\n  if (threadIdx.x == 0) s = A[0];\n  __syncthreads();\n  {WAIT}\n  C[threadIdx.x] = s;",
+     False),
+    (f'asm volatile("prefetch.global.L2 [%0];" :: "l"(A));\n  {WAIT}\n  C[threadIdx.x] = A[threadIdx.x];',
+     False),  # prefetching data, not a tensor map
+    # a load dressed as a label's statement
+    (f'int v; asm volatile("lbl: ld.global.u32 %0, [%1];" : "=r"(v) : "l"(C));\n  {WAIT}\n  C[v] = A[0];', False),
+    # a store or load behind an allowed instruction or a declaration on the same line of inline asm
+    (f'asm volatile("mov.u32 %0, %0; st.global.u32 [%1], %0;" :: "r"(M), "l"(C) : "memory");\n  {WAIT}', False),
+    (f'asm volatile(".reg .u32 t9; ld.global.u32 t9, [%0]; st.global.u32 [%1], t9;" :: "l"(A), "l"(C));\n  {WAIT}',
+     False),
+    # a jump over the wait
+    (f'asm volatile("bra.uni SKIP;");\n  {WAIT}\n  asm volatile("SKIP:");\n  C[threadIdx.x] = A[threadIdx.x];', False),
 ])
 def test_the_pdl_check_reads_the_compiled_code(body, waits, compiler):
     ptx = compiler.ptx(f"#include <cuda_fp16.h>\n{ENTRY}\n  {body}\n}}\n")

@@ -1,7 +1,7 @@
 import pytest
 
 from evo.core.errors import DeclarationError
-from evo.core.kernel import Candidate, LaunchError, parse_declaration, source_hash
+from evo.core.kernel import Candidate, LaunchError, parse_declaration, source_hash, waits_first_in_ptx
 from evo.core.shapes import Shape
 
 SRC = """
@@ -74,3 +74,54 @@ def test_candidates_are_identified_by_content():
     assert a.id == b.id == source_hash(SRC)
     assert a.params == {"a": 2, "b": 1}
     assert Candidate.make(SRC + " ").id != a.id
+
+
+PTX = """.visible .entry hgemm(
+    .param .u64 hgemm_param_0
+)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<9>;
+    ld.param.u64 %rd1, [hgemm_param_0];
+    mov.u32 %r1, %tid.x;
+    setp.ne.s32 %p1, %r1, 0;
+    @%p1 bra $L__BB0_2;
+    PROLOGUE
+$L__BB0_2:
+    bar.sync 0;
+    griddepcontrol.wait;
+    ld.global.u32 %r5, [%rd1];
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("prologue,waits", [
+    ("mbarrier.init.shared::cta.b64 [%r2], %r3;\n    fence.mbarrier_init.release.cluster;", True),
+    ("ld.shared::cta.u32 %r4, [%r2];", True),  # `::` is not a label
+    ("prefetch.tensormap [%rd1];", True),
+    ("ld.global.u32 %r4, [%rd1];", False),
+    ("ld.u32 %r4, [%rd1];", False),  # generic: may be global
+    ("st.global.u32 [%rd1], %r1;", False),
+    ("atom.global.add.u32 %r4, [%rd1], 1;", False),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r2], [%rd1, {%r1, %r1}], [%r3];",
+     False),
+    ("call.uni f, ();", False),
+    ("bra.uni $L__BB0_9;", False),  # to a label that is not there
+    ("{ .reg .b64 %t;\n    cvta.to.shared.u64 %t, %rd1; }", True),  # a scoping block of inline asm
+])
+def test_the_pdl_check_follows_every_path_to_the_wait(prologue, waits):
+    """What may run before griddepcontrol.wait: register work, parameters, shared memory, barriers,
+    fences, tensor-map prefetches, on every path; any global or generic access, call or unknown branch
+    target makes the kernel wait too late."""
+    assert waits_first_in_ptx(PTX.replace("PROLOGUE", prologue)) is waits
+
+
+def test_the_pdl_check_sees_a_path_around_the_wait():
+    loop = PTX.replace("PROLOGUE", "bra.uni $L__BB0_3;")
+    loop = loop.replace("    ret;\n}", "$L__BB0_3:\n    ld.global.u32 %r6, [%rd1];\n    bra.uni $L__BB0_2;\n}")
+    assert not waits_first_in_ptx(loop)  # thread 0 jumps past the wait to a load, then loops back
+    never = PTX.replace("PROLOGUE", "")
+    assert not waits_first_in_ptx(never.replace("    griddepcontrol.wait;\n", ""))  # never waits at all
+    guarded = PTX.replace("PROLOGUE", "")
+    assert not waits_first_in_ptx(guarded.replace("    griddepcontrol.wait;", "    @%p1 griddepcontrol.wait;"))

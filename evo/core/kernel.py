@@ -219,34 +219,91 @@ def _parse_tma(text: str, number: int) -> TmaDecl:
     return TmaDecl(m.group(1), (_expr(box[0], number), _expr(box[1], number)), swizzle)
 
 
-# PTX instructions that may come before the wait: they read kernel parameters and special
-# registers, nothing in global memory
-_BEFORE_WAIT = re.compile(r"(?:ld\.param|mov|cvta)[.\s]")
 _PTX_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_PTX_LABEL = re.compile(r"^([$%]?[A-Za-z_$][\w$]*):(?!:)\s*(.*)$", re.S)  # not `shared::cta`
+_PTX_GUARD = re.compile(r"^@!?%\w+\s+")
+_GRIDDEPCONTROL = re.compile(r"\bgriddepcontrol\b\s*(?:\.\s*(\w+))?")
+# What may run before the wait, on any path: instructions on registers only (or computing addresses
+# without using them), by the opcode's first part...
+_REGISTERS_ONLY = frozenset(
+    "add sub mul mad mul24 mad24 sad div rem abs neg min max fma copysign and or xor not cnot lop3 shl shr shf "
+    "bfe bfi brev bfind clz popc prmt selp setp set slct testp cvt cvta mov isspacep mapa getctarank elect "
+    "activemask vote".split())
+# ... and, by the instruction's name, what touches no global memory: parameters, shared memory, barriers
+# and fences, and fetching a tensor map (a descriptor the launch passes; fetching it reads no data).
+_NO_GLOBAL_MEMORY = ("ld.param", "ld.shared", "st.shared", "mbarrier.init.shared", "fence.", "bar.", "barrier.",
+                     "prefetch.tensormap", "prefetch.param.tensormap", "griddepcontrol.launch_dependents")
+
+
+def _ptx_statements(body: str) -> list[str]:
+    """An entry's body as statements and labels ("$L__BB0_2:"), without scoping braces and declarations."""
+    out = []
+    for part in re.split(r"[;{}]", body):
+        part = part.strip()
+        while (label := _PTX_LABEL.match(part)) and not part.startswith("@"):
+            out.append(label.group(1) + ":")
+            part = label.group(2).strip()
+        if part and not part.startswith("."):
+            out.append(" ".join(part.split()))
+    return out
+
+
+def _entry_body(ptx: str, entry: str) -> str | None:
+    """The text between the braces of the one entry point named `entry`; None unless exactly one."""
+    entries = list(re.finditer(r"^[ \t]*(?:\.visible[ \t]+|\.weak[ \t]+)?\.entry[ \t]+" + re.escape(entry)
+                               + r"[ \t]*\(", ptx, re.M))
+    start = ptx.find("{", entries[0].end()) if len(entries) == 1 else -1
+    if start < 0:
+        return None
+    depth = 0
+    for i in range(start, len(ptx)):
+        depth += {"{": 1, "}": -1}.get(ptx[i], 0)
+        if depth == 0:
+            return ptx[start + 1:i]
+    return None
 
 
 def waits_first_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
-    """Whether the compiled entry point waits for the grid before it (`griddepcontrol.wait`) before
-    anything but reading its parameters: then it may be launched as a programmatic dependent launch
-    (PDL), its launch overlapping the previous kernel's tail. Decided on the PTX nvcc makes of the
-    source (the code the cubin is assembled from), not on the source text, which macros, comments
-    and strings can make say something else. Labels, branches and every other instruction before
-    the wait make it False, and so does any PTX with other than exactly one such entry point."""
-    ptx = _PTX_COMMENT.sub("", ptx)  # inline asm can put any text into a comment, `.entry` included
-    entries = list(re.finditer(r"^[ \t]*(?:\.visible[ \t]+|\.weak[ \t]+)?\.entry[ \t]+" + re.escape(entry)
-                               + r"[ \t]*\(", ptx, re.M))
-    body = ptx.find("{", entries[0].end()) if len(entries) == 1 else -1
-    if body < 0:
+    """Whether the compiled entry point waits for the grid before it (`griddepcontrol.wait`) before it
+    touches global memory, on every path: then it may be launched as a programmatic dependent launch
+    (PDL), its launch and prologue overlapping the previous kernel's tail. Before the wait only
+    register arithmetic, parameter and shared-memory accesses, shared-memory barrier set-up, barriers,
+    fences and tensor-map prefetches may run, branches and loops included; any other instruction (a
+    global or generic load or store, an atomic, a call, an indirect branch) reachable before a wait
+    makes it False, and so does a kernel that never waits. Decided on the PTX nvcc makes of the source
+    (the code the cubin is assembled from), not on the source text, which macros, comments and strings
+    can make say something else; PTX with other than exactly one such entry point is False."""
+    body = _entry_body(_PTX_COMMENT.sub("", ptx), entry)  # inline asm can put any text into a comment
+    if body is None:
         return False
-    for line in ptx[body + 1:].splitlines():
-        line = line.strip()
-        if not line or line.startswith("//") or line.startswith("."):  # blank, comment, declaration
+    stmts = _ptx_statements(body)
+    labels = {s[:-1]: i for i, s in enumerate(stmts) if s.endswith(":")}
+    seen: set[int] = set()
+    todo, waited = [0], False
+    while todo:  # every path from the entry, each followed up to its first unconditional wait
+        i = todo.pop()
+        if i in seen or i >= len(stmts):  # past the last statement: the kernel returns
             continue
-        if line.rstrip(";").strip() == "griddepcontrol.wait":
-            return True
-        if not _BEFORE_WAIT.match(line):
+        seen.add(i)
+        guard = _PTX_GUARD.match(stmts[i])
+        instr = stmts[i][guard.end():] if guard else stmts[i]
+        op = instr.split()[0]
+        if instr.endswith(":"):
+            todo.append(i + 1)
+        elif op == "griddepcontrol.wait" and not guard:
+            waited = True
+        elif op in ("bra", "bra.uni"):
+            target = instr.split()[-1]
+            if target not in labels:
+                return False
+            todo += [labels[target]] + ([i + 1] if guard else [])
+        elif op in ("ret", "exit"):  # returns before touching anything
+            todo += [i + 1] if guard else []
+        elif op == "griddepcontrol.wait" or op.split(".")[0] in _REGISTERS_ONLY or op.startswith(_NO_GLOBAL_MEMORY):
+            todo.append(i + 1)  # a guarded wait holds one path only: both go on
+        else:
             return False
-    return False
+    return waited
 
 
 def timed_as_dependent_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
@@ -255,7 +312,11 @@ def timed_as_dependent_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
     (`griddepcontrol.launch_dependents`). In graph replays the kernel after it is itself, so an early
     signal would start its own next replay sooner, a gain it does not get in a model, where the
     kernel before it is another one."""
-    return waits_first_in_ptx(ptx, entry) and "griddepcontrol.launch_dependents" not in _PTX_COMMENT.sub("", ptx)
+    if not waits_first_in_ptx(ptx, entry):
+        return False
+    # every griddepcontrol anywhere in the PTX (a device function's too), in any spacing ptxas accepts,
+    # must be a wait
+    return all(m.group(1) == "wait" for m in _GRIDDEPCONTROL.finditer(_PTX_COMMENT.sub("", ptx)))
 
 
 def source_hash(source: str) -> str:

@@ -31,6 +31,9 @@ from evo.core.records import CompileResult, Resources
 
 DEFAULT_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-Xptxas", "-v")
 MAX_LOG_CHARS = 4000
+# The version of the rule behind a cached PDL verdict (evo.core.kernel.timed_as_dependent_in_ptx): a
+# verdict cached under another version is decided again, so that a tightened rule reaches cached kernels.
+PDL_RULE = 2
 
 
 def without_ptxas_report(flags: tuple[str, ...] | list[str]) -> list[str]:
@@ -168,10 +171,11 @@ class Compiler:
                 return CompileResult("timeout", key, log=f"nvcc did not finish within {self.timeout_s:g} s",
                                      seconds=time.monotonic() - start)
             seconds = time.monotonic() - start
+            ptx = Path(tmp) / f"{key}.ptx"  # what --keep leaves: the PTX the cubin is assembled from
+            log = log.replace(str(ptx), "kernel.ptx")  # ptxas names it in its errors
             if proc.returncode != 0 or not out.exists():
                 return CompileResult("error", key, log=trim_log(log, str(src)) or f"nvcc exited with {proc.returncode}",
                                      seconds=seconds)
-            ptx = Path(tmp) / f"{key}.ptx"  # what --keep left: the PTX the cubin was assembled from
             pdl = timed_as_dependent_in_ptx(ptx.read_text(errors="replace")) if ptx.exists() else None
             return CompileResult("ok", key, cubin=out.read_bytes(), resources=parse_ptxas(log),
                                  log=trim_log(log, str(src)), seconds=seconds, pdl_timing=pdl)
@@ -194,13 +198,17 @@ class Compiler:
 
     def pdl_timing(self, source: str, r: CompileResult) -> bool:
         """Whether the compiled kernel may be timed as a programmatic dependent launch: the compile's
-        verdict, or for a cache entry made before the verdict was recorded, nvcc -ptx's once, then
-        written into the entry. Raises CompileToolError when nvcc cannot make the PTX."""
+        verdict, or for a cache entry made before the verdict (or this version of its rule) was
+        recorded, nvcc -ptx's once, then written into the entry. Raises CompileToolError when nvcc
+        cannot make the PTX."""
         if r.pdl_timing is not None:
             return r.pdl_timing
         verdict = timed_as_dependent_in_ptx(self.ptx(source))
         if r.ok:
-            self._store(replace(r, pdl_timing=verdict))
+            try:
+                self._store_meta(replace(r, pdl_timing=verdict))
+            except OSError:  # the verdict holds even where the cache cannot take it
+                pass
         return verdict
 
     def _paths(self, key: str) -> tuple[Path, Path]:
@@ -214,19 +222,29 @@ class Compiler:
         except (OSError, ValueError, KeyError):
             return None
         resources = Resources(**meta["resources"]) if meta.get("resources") else None
+        pdl = meta.get("pdl_timing") if meta.get("pdl_rule") == PDL_RULE else None
         return CompileResult(meta["status"], key, cubin, resources, meta.get("log", ""), meta.get("seconds", 0.0), True,
-                             meta.get("pdl_timing"))
+                             pdl)
 
     def _store(self, r: CompileResult) -> None:
-        meta_path, cubin_path = self._paths(r.key)
         if r.cubin is not None:
-            _atomic_write(cubin_path, r.cubin)
+            _atomic_write(self._paths(r.key)[1], r.cubin)
+        self._store_meta(r)
+
+    def _store_meta(self, r: CompileResult) -> None:
         meta = {"status": r.status, "log": r.log, "seconds": r.seconds,
-                "resources": r.resources.to_json() if r.resources else None, "pdl_timing": r.pdl_timing}
-        _atomic_write(meta_path, json.dumps(meta).encode())
+                "resources": r.resources.to_json() if r.resources else None,
+                "pdl_timing": r.pdl_timing, "pdl_rule": PDL_RULE}
+        _atomic_write(self._paths(r.key)[0], json.dumps(meta).encode())
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    """Write through a temporary file of its own (unique per writer, threads included), then rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

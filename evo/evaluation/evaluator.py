@@ -62,9 +62,10 @@ class Evaluator:
 
     # ---- setup ----------------------------------------------------------------------------
     def start(self) -> Evaluator:
-        if not self.cfg.pdl:
-            log.info("evaluator.pdl=false: every kernel is timed as a plain launch (not as evo.dispatch runs "
-                     "it in PyTorch; docs/timing.md)")
+        log.info("kernels whose PTX waits for the grid before it first are timed as programmatic dependent "
+                 "launches, as evo.dispatch runs them (evaluator.pdl=true; docs/timing.md)" if self.cfg.pdl else
+                 "evaluator.pdl=false: every kernel is timed as a plain launch (not as evo.dispatch runs it in "
+                 "PyTorch; docs/timing.md)")
         self.pool.start()
         self._ensure_peaks()
         if self.archive and self.run_id is not None:  # a resumed run races against what it measured before
