@@ -112,13 +112,14 @@ def test_the_compile_decides_from_its_ptx_whether_the_kernel_is_timed_as_a_depen
         'asm volatile("griddepcontrol.launch_dependents;");',
         'asm volatile("griddepcontrol .launch_dependents;");',  # spellings ptxas takes as the same
         'asm volatile("griddepcontrol\\n.launch_dependents;");',
-        "cudaTriggerProgrammaticLaunchCompletion();")]
+        "cudaTriggerProgrammaticLaunchCompletion();",
+        'asm volatile(".pragma \\"/*\\";\\n griddepcontrol.launch_dependents;\\n .pragma \\"*/\\";");')]  # in a "comment"
     c = Compiler(cache_dir=tmp_path, timeout_s=300)
     try:
         sources = (WAITS, early, *signals)
         fresh = [c.compile(src) for src in sources]
-        assert [(r.ok, r.cached, r.pdl_timing) for r in fresh] == [(True, False, True)] + [(True, False, False)] * 5
-        assert [c.compile(src).pdl_timing for src in sources] == [True] + [False] * 5  # from the cache
+        assert [(r.ok, r.cached, r.pdl_timing) for r in fresh] == [(True, False, True)] + [(True, False, False)] * 6
+        assert [c.compile(src).pdl_timing for src in sources] == [True] + [False] * 6  # from the cache
         meta = tmp_path / f"{c.key(WAITS)}.json"
         old = json.loads(meta.read_text())
         assert old["pdl_rule"] == PDL_RULE

@@ -217,6 +217,15 @@ BAR_INIT = ('__shared__ unsigned long long bar;\n  if (threadIdx.x == 0) asm vol
      False),
     # a jump over the wait
     (f'asm volatile("bra.uni SKIP;");\n  {WAIT}\n  asm volatile("SKIP:");\n  C[threadIdx.x] = A[threadIdx.x];', False),
+    # one label name in two scopes: the branch takes its own block's, to the store
+    ('asm volatile("{\\n bra.uni LX;\\n LX:\\n st.global.b16 [%0], %1;\\n}" :: "l"(C), "h"((unsigned short)7));\n'
+     'asm volatile("{\\n LX:\\n griddepcontrol.wait;\\n}" ::: "memory");', False),
+    # strings ptxas takes as a pragma: a comment's opening, or a wait, inside one
+    ('asm volatile(".pragma \\"/*\\";\\n st.global.b16 [%0], %1;\\n .pragma \\"*/\\";" :: "l"(C), '
+     f'"h"((unsigned short)7));\n  {WAIT}', False),
+    ('asm volatile(".pragma \\"x;griddepcontrol.wait;\\";\\n st.global.b16 [%0], %1;" :: "l"(C), '
+     f'"h"((unsigned short)7));\n  {WAIT}', False),
+    (f"#pragma unroll 1\n  for (int i = 0; i < M; ++i) asm volatile(\"\");\n  {WAIT}\n  C[0] = A[0];", True),  # nvcc's own
 ])
 def test_the_pdl_check_reads_the_compiled_code(body, waits, compiler):
     ptx = compiler.ptx(f"#include <cuda_fp16.h>\n{ENTRY}\n  {body}\n}}\n")

@@ -266,7 +266,7 @@ def test_replay_change_carries_a_find_to_other_shapes_and_resumes_the_same(tmp_p
           "next_pick,replay_change]"
     # whether 60 simulated evaluations set new bests early enough for replays to follow depends on the
     # trajectory (seed 7 stopped doing so when the hopper space grew): the first of three seeds that does
-    for seed in (1, 2, 3):
+    for seed in (2, 3, 1):
         c, raw = config(tmp_path, f"a{seed}.sqlite", ops, "search.max_evaluations=60", f"search.seed={seed}")
         run_search(c, raw)
         a = Archive.open(tmp_path / f"a{seed}.sqlite")

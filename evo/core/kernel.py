@@ -219,7 +219,10 @@ def _parse_tma(text: str, number: int) -> TmaDecl:
     return TmaDecl(m.group(1), (_expr(box[0], number), _expr(box[1], number)), swizzle)
 
 
-_PTX_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+# comments and strings, read in one pass from the left as ptxas reads them (a `/*` inside a string opens no
+# comment, a `;` inside a comment ends no statement)
+_PTX_LEXEME = re.compile(r'"[^"\n]*"?|//[^\n]*|/\*.*?\*/', re.S)
+_PLAIN_STRING = re.compile(r'"[A-Za-z0-9_ ]*"')  # as nvcc writes them: .pragma "nounroll"
 _PTX_LABEL = re.compile(r"^([$%]?[A-Za-z_$][\w$]*):(?!:)\s*(.*)$", re.S)  # not `shared::cta`
 _PTX_GUARD = re.compile(r"^@!?%\w+\s+")
 _GRIDDEPCONTROL = re.compile(r"\bgriddepcontrol\b\s*(?:\.\s*(\w+))?")
@@ -233,6 +236,22 @@ _REGISTERS_ONLY = frozenset(
 # and fences, and fetching a tensor map (a descriptor the launch passes; fetching it reads no data).
 _NO_GLOBAL_MEMORY = ("ld.param", "ld.shared", "st.shared", "mbarrier.init.shared", "fence.", "bar.", "barrier.",
                      "prefetch.tensormap", "prefetch.param.tensormap", "griddepcontrol.launch_dependents")
+
+
+def _without_comments(ptx: str) -> str | None:
+    """The PTX without its comments (inline asm can put any text into one, `.entry` included); None
+    where a string holds more than plain words (`.pragma "/*"` would hide code from a reader that takes
+    the string for the start of a comment, and `;` or `{` in one would split statements that are not)."""
+    plain = True
+
+    def drop(m: re.Match) -> str:
+        nonlocal plain
+        if m.group(0).startswith('"'):
+            plain = plain and _PLAIN_STRING.fullmatch(m.group(0)) is not None
+            return m.group(0)
+        return " "
+    text = _PTX_LEXEME.sub(drop, ptx)
+    return text if plain else None
 
 
 def _ptx_statements(body: str) -> list[str]:
@@ -273,11 +292,14 @@ def waits_first_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
     makes it False, and so does a kernel that never waits. Decided on the PTX nvcc makes of the source
     (the code the cubin is assembled from), not on the source text, which macros, comments and strings
     can make say something else; PTX with other than exactly one such entry point is False."""
-    body = _entry_body(_PTX_COMMENT.sub("", ptx), entry)  # inline asm can put any text into a comment
+    text = _without_comments(ptx)
+    body = _entry_body(text, entry) if text is not None else None
     if body is None:
         return False
     stmts = _ptx_statements(body)
     labels = {s[:-1]: i for i, s in enumerate(stmts) if s.endswith(":")}
+    if len(labels) < sum(s.endswith(":") for s in stmts):  # a name defined twice (in two `{ }` scopes):
+        return False  # which one a branch reaches is the scope's business; nvcc never repeats one
     seen: set[int] = set()
     todo, waited = [0], False
     while todo:  # every path from the entry, each followed up to its first unconditional wait
@@ -316,7 +338,8 @@ def timed_as_dependent_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
         return False
     # every griddepcontrol anywhere in the PTX (a device function's too), in any spacing ptxas accepts,
     # must be a wait
-    return all(m.group(1) == "wait" for m in _GRIDDEPCONTROL.finditer(_PTX_COMMENT.sub("", ptx)))
+    text = _without_comments(ptx)
+    return text is not None and all(m.group(1) == "wait" for m in _GRIDDEPCONTROL.finditer(text))
 
 
 def source_hash(source: str) -> str:

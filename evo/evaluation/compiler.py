@@ -33,7 +33,7 @@ DEFAULT_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "
 MAX_LOG_CHARS = 4000
 # The version of the rule behind a cached PDL verdict (evo.core.kernel.timed_as_dependent_in_ptx): a
 # verdict cached under another version is decided again, so that a tightened rule reaches cached kernels.
-PDL_RULE = 2
+PDL_RULE = 3
 
 
 def without_ptxas_report(flags: tuple[str, ...] | list[str]) -> list[str]:
