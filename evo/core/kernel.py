@@ -293,7 +293,12 @@ def waits_first_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
     (the code the cubin is assembled from), not on the source text, which macros, comments and strings
     can make say something else; PTX with other than exactly one such entry point is False."""
     text = _without_comments(ptx)
-    body = _entry_body(text, entry) if text is not None else None
+    return text is not None and _waits_first(text, entry)
+
+
+def _waits_first(text: str, entry: str) -> bool:
+    """waits_first_in_ptx on PTX already without its comments."""
+    body = _entry_body(text, entry)
     if body is None:
         return False
     stmts = _ptx_statements(body)
@@ -334,12 +339,11 @@ def timed_as_dependent_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
     (`griddepcontrol.launch_dependents`). In graph replays the kernel after it is itself, so an early
     signal would start its own next replay sooner, a gain it does not get in a model, where the
     kernel before it is another one."""
-    if not waits_first_in_ptx(ptx, entry):
-        return False
+    text = _without_comments(ptx)
     # every griddepcontrol anywhere in the PTX (a device function's too), in any spacing ptxas accepts,
     # must be a wait
-    text = _without_comments(ptx)
-    return text is not None and all(m.group(1) == "wait" for m in _GRIDDEPCONTROL.finditer(text))
+    return (text is not None and _waits_first(text, entry)
+            and all(m.group(1) == "wait" for m in _GRIDDEPCONTROL.finditer(text)))
 
 
 def source_hash(source: str) -> str:
