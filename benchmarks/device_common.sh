@@ -76,3 +76,15 @@ quick_profiled() {
     done
   )
 }
+
+# bench_under_ncu CSV SOURCE SHAPE NCU_ARGS...: one timed launch of the kernel in SOURCE (a .cu file) on SHAPE,
+# past its checks, under ncu (the launch after the first 5 of hgemm, clocks as they are); ncu's CSV into
+# CSV, its stderr beside it.
+bench_under_ncu() {
+  local csv=$1 src=$2 shape=$3; shift 3
+  (mkdir -p /tmp/pw && cd /tmp/pw && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout 90 ncu --clock-control none --csv \
+    "$@" -k regex:hgemm -s 5 -c 1 python3 -m evo bench "kernels=[$src]" shapes=inline "shapes.list=[$shape]" \
+    'evaluator.libraries=[torch]' evaluator.replays=1 evaluator.draws=1 evaluator.timeout_s=300 search.progress=false \
+    archive.path=/tmp/pw/$(basename "$csv" .csv).sqlite > "$csv" 2> "${csv%.csv}.err")
+  echo "$(basename "$csv"): $(grep -c hgemm "$csv") rows"; tail -2 "${csv%.csv}.err"
+}

@@ -29,13 +29,28 @@ LIB_SHORT = {"torch": "torch", "cublaslt_heuristic": "lt_heur", "cublaslt_autotu
 
 
 def load_kernels(paths: list[str]) -> list[Candidate]:
+    """The given .cu files as candidates, each named by its file name, or by the path as given where two
+    files share a name (the name keys its results: two alike would overwrite each other)."""
+    names = [Path(p).name for p in paths]
     out = []
-    for p in paths:
+    for p, name in zip(paths, names):
         path = Path(p)
         if not path.is_file():
             raise ConfigError(f"kernels: {p} is not a file (give .cu files with the evo kernel ABI)")
-        out.append(Candidate.make(path.read_text(), operator="given", params={"file": path.name}))
+        if paths.count(p) > 1:
+            raise ConfigError(f"kernels: {p} is given twice (give each file once)")
+        label = name if names.count(name) == 1 else p
+        out.append(Candidate.make(path.read_text(), operator="given", params={"file": label}))
     return out
+
+
+def _column_labels(names: list[str]) -> tuple[list[str], bool]:
+    """Short table headers for the kernels' columns: their names without `.cu`, their last 20 characters;
+    or, where that would make two alike, k1, k2, ... (True: to be named below the table)."""
+    short = [(n[:-3] if n.endswith(".cu") else n)[-20:] for n in names]
+    if len(set(short)) == len(short):
+        return short, False
+    return [f"k{i + 1}" for i in range(len(names))], True
 
 
 ELITE = "elite"  # the column of an archive's per-shape best kernels (kernels_of)
@@ -121,8 +136,9 @@ def format_bench(rows: list[dict], libraries: list[str], kernels: list[str]) -> 
     headers = ["M", "N", "K", "mode", "GFLOP", "floor_us", "MHz"]
     for lib in libraries:
         headers += [f"{LIB_SHORT[lib]}_us", "TF/s", "roof"]
-    for k in kernels:
-        headers += [f"{k[:14]}_us", "TF/s", "roof", "vs_best"]
+    labels, numbered = _column_labels(kernels)
+    for label in labels:
+        headers += [f"{label}_us", "TF/s", "roof", "vs_best"]
     table = []
     for r in rows:
         clock = r.get("clock_mhz")
@@ -138,6 +154,8 @@ def format_bench(rows: list[dict], libraries: list[str], kernels: list[str]) -> 
                       f"{best / ms:.3f}" if best else ""] if ms else [r.get(f"kernel_{k}_status", ""), "", "", ""])
         table.append(line)
     text = tabulate(table, headers=headers, disable_numparse=True, stralign="right")
+    if numbered:
+        text += "".join(f"\n{label}: {k}" for label, k in zip(labels, kernels))
     for lib in libraries[1:]:
         ratios = [r["torch_ms"] / r[f"{lib}_ms"] for r in rows if r.get("torch_ms") and r.get(f"{lib}_ms")]
         if ratios and "torch" in libraries:
