@@ -13,6 +13,12 @@ FILES=(  # scripts of earlier sessions read some of these; none of the next sess
   benchmarks/session9/run_b/llm_layers.sqlite.gz
   benchmarks/search/compare24_h200_run3/archives.tgz
   benchmarks/search/compare24_h200_run4/archives.tgz
+  benchmarks/session6/run_c/compare24_archives.tgz
+  benchmarks/session7/run_a/llm_layers.sqlite.gz
+  benchmarks/session7/run_b/llm_layers.sqlite.gz
+  benchmarks/session8/run_c/llm_layers.sqlite.gz
+  benchmarks/session12/run_b/compare24_archives.tgz
+  benchmarks/session16/llm_layers/llm_layers.sqlite.gz
 )
 case "${1:-}" in
   park)

@@ -6,7 +6,8 @@
 #   OUT=/some/folder bash benchmarks/session19/worst_random.sh
 . benchmarks/device_common.sh
 device_setup
-SHAPES='[1024x256x16384,256x1024x16384,512x512x16384,1024x4096x256,16384x256x256,96x4096x2304]'
+# SHAPES, PER_SHAPE, SEED and the two cuts (RANDOM_S, SHORTLIST_S) may be given; the defaults are the run of session 19
+SHAPES=${SHAPES:-'[1024x256x16384,256x1024x16384,512x512x16384,1024x4096x256,16384x256x256,96x4096x2304]'}
 mkdir -p /tmp/w
 run_sweep() {  # NAME SECONDS ARGS...
   local name=$1 seconds=$2; shift 2
@@ -22,7 +23,7 @@ run_sweep() {  # NAME SECONDS ARGS...
   ) > "/tmp/w/${name}.log" 2>&1
   cat "/tmp/w/${name}.log"
 }
-run_sweep random 185 family=hopper sweep.sample=random sweep.budget=40 search.seed=19
-run_sweep shortlist 95 sweep.sample=shortlist sweep.budget=24
+run_sweep random ${RANDOM_S:-185} family=hopper sweep.sample=random sweep.budget=${PER_SHAPE:-40} search.seed=${SEED:-19}
+run_sweep shortlist ${SHORTLIST_S:-95} sweep.sample=shortlist sweep.budget=24
 device_done
 cd /tmp/w && gzip -9 *.sqlite && tar -czf "$OUT/worst.tgz" *.log *_per_shape.txt *_failures.txt *.sqlite.gz
