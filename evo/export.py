@@ -17,7 +17,8 @@ from evo.archive import queries as q
 from evo.archive.empty import no_kernels
 from evo.core.dispatch_table import build_tables, recorded_speedup
 from evo.core.errors import CompileToolError, EvoError
-from evo.core.kernel import parse_declaration, waits_first_in_ptx
+from evo.core.kernel import parse_declaration
+from evo.core.records import CompileResult
 from evo.core.version import VERSION
 from evo.evaluation.compiler import DEFAULT_FLAGS, Compiler, without_ptxas_report
 
@@ -27,22 +28,25 @@ FORMAT = "evo-export/2"
 DEFAULT_NUM_SMS = 132  # H100/H200 SXM, when the archive recorded no SM count
 
 
-def pdl_verdicts(compiler: Compiler, sources: dict[str, str]) -> dict[str, bool]:
-    """kernel id -> whether evo.dispatch may launch it as a programmatic dependent: its PTX waits for
-    the previous grid before touching memory (evo.core.kernel.waits_first_in_ptx). nvcc runs once
-    per distinct kernel, in parallel."""
-    def verdict(item: tuple[str, str]) -> bool:
+def compile_all(compiler: Compiler, sources: dict[str, str]) -> dict[str, tuple[CompileResult, bool]]:
+    """kernel id -> (its compile, whether evo.dispatch may launch it as a programmatic dependent: its PTX
+    waits for the previous grid before touching memory, evo.core.kernel.waits_first_in_ptx). Both come
+    from the compile cache where the search compiled the kernel with these flags; else nvcc runs once per
+    distinct kernel, in parallel."""
+    def one(item: tuple[str, str]) -> tuple[CompileResult, bool]:
+        kernel_id, source = item
+        res = compiler.compile(source)
         try:
-            waits = waits_first_in_ptx(compiler.ptx(item[1]))
+            waits = compiler.pdl_dispatch(source, res)
         except CompileToolError as e:
-            log.warning(f"kernel {item[0][:12]}: no PTX to check ({e}); it will be launched without PDL")
-            return False
+            log.warning(f"kernel {kernel_id[:12]}: no PTX to check ({e}); it will be launched without PDL")
+            return res, False
         if not waits:
-            log.info(f"kernel {item[0][:12]}: its PTX may touch global memory before griddepcontrol.wait "
+            log.info(f"kernel {kernel_id[:12]}: its PTX may touch global memory before griddepcontrol.wait "
                      f"(or has no wait): launched without PDL")
-        return waits
+        return res, waits
     with cf.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(zip(sources, pool.map(verdict, sources.items())))
+        return dict(zip(sources, pool.map(one, sources.items())))
 
 
 def export(archive_path: str, out: str = "exported", *, run_id: int | None = None, with_cubins: bool = True,
@@ -66,14 +70,14 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
     flags = without_ptxas_report(DEFAULT_FLAGS)
     entries, cells = [], []
     sources = {r["kernel_id"]: q.kernel_source(a, r["kernel_id"]) for r in rows}
-    pdl_of = pdl_verdicts(compiler, sources) if compiler else {}
+    compiled = compile_all(compiler, sources) if compiler else {}
     for r in rows:
         source = sources[r["kernel_id"]]
         name = f"hgemm_{r['M']}x{r['N']}x{r['K']}"
         (out_dir / f"{name}.cu").write_text(source)
         cubin = None
         if compiler:
-            res = compiler.compile(source)
+            res = compiled[r["kernel_id"]][0]
             if res.ok and res.cubin is not None:
                 (out_dir / f"{name}.cubin").write_bytes(res.cubin)
                 cubin = f"{name}.cubin"
@@ -91,7 +95,7 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
             "cluster": launch["cluster"], "tensor_maps": launch.get("tensor_maps", []),
             "abi": f"hgemm({', '.join(params)})",
             "reentrant": "evo_splitk_ws" not in source,  # split-K kernels share a module-level workspace
-            "pdl": pdl_of.get(r["kernel_id"], False),
+            "pdl": r["kernel_id"] in compiled and compiled[r["kernel_id"]][1],
             "time_ms": r["time_ms"], "timing_mode": r["mode"], "library_ms": r["libraries"],
             "speedup": r["speedup"], "best_library": r["best_library"], "roofline_fraction": r["roofline_fraction"],
             "kernel_id": r["kernel_id"], "family": r["family"], "measured_at": r["created_at"],

@@ -119,6 +119,9 @@ def test_the_compile_decides_from_its_ptx_whether_the_kernel_is_timed_as_a_depen
         sources = (WAITS, early, *signals)
         fresh = [c.compile(src) for src in sources]
         assert [(r.ok, r.cached, r.pdl_timing) for r in fresh] == [(True, False, True)] + [(True, False, False)] * 6
+        # evo.dispatch's verdict (evo export): waiting first is enough, an early signal included; the
+        # "comment" strings are refused either way
+        assert [r.pdl_dispatch for r in fresh] == [True, False, True, True, True, True, False]
         assert [c.compile(src).pdl_timing for src in sources] == [True] + [False] * 6  # from the cache
         meta = tmp_path / f"{c.key(WAITS)}.json"
         old = json.loads(meta.read_text())
@@ -138,3 +141,31 @@ def test_the_compile_decides_from_its_ptx_whether_the_kernel_is_timed_as_a_depen
 def test_a_ptxas_error_names_no_temporary_file(compiler):
     r = compiler.compile(WAITS.replace("  C[threadIdx.x]", '  asm volatile("no.such.instruction;");\n  C[threadIdx.x]'))
     assert r.status == "error" and "kernel.ptx" in r.log and "/tmp" not in r.log, r.log
+
+
+def test_export_takes_both_pdl_verdicts_from_the_compile_cache(tmp_path, monkeypatch):
+    """`evo export` reads whether evo.dispatch may launch a kernel as a programmatic dependent from the
+    compile cache, where the search compiled it: no nvcc -ptx. A cache entry from before that verdict
+    was kept is decided once by nvcc -ptx, and the entry then keeps it."""
+    from evo.export import compile_all
+    early = WAITS.replace("  asm volatile", "  C[0] = A[1];\n  asm volatile")
+    c = Compiler(cache_dir=tmp_path, timeout_s=300)
+    try:
+        for src in (WAITS, early):
+            assert c.compile(src).ok
+        calls = []
+        real_ptx = c.ptx
+        monkeypatch.setattr(c, "ptx", lambda source: calls.append(source) or real_ptx(source))
+        verdicts = compile_all(c, {"waits": WAITS, "early": early})
+        assert {k: (r.ok, r.cached, pdl) for k, (r, pdl) in verdicts.items()} == {
+            "waits": (True, True, True), "early": (True, True, False)}
+        assert calls == []
+        meta = tmp_path / f"{c.key(WAITS)}.json"
+        old = json.loads(meta.read_text())
+        del old["pdl_dispatch"]
+        meta.write_text(json.dumps(old))
+        assert compile_all(c, {"waits": WAITS})["waits"][1] is True and calls == [WAITS]
+        assert json.loads(meta.read_text())["pdl_dispatch"] is True and c.compile(WAITS).pdl_dispatch is True
+        assert compile_all(c, {"waits": WAITS})["waits"][1] is True and calls == [WAITS]  # no second nvcc -ptx
+    finally:
+        c.close()

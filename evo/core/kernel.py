@@ -339,11 +339,17 @@ def timed_as_dependent_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
     (`griddepcontrol.launch_dependents`). In graph replays the kernel after it is itself, so an early
     signal would start its own next replay sooner, a gain it does not get in a model, where the
     kernel before it is another one."""
+    return pdl_verdicts_in_ptx(ptx, entry)[1]
+
+
+def pdl_verdicts_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> tuple[bool, bool]:
+    """(waits_first_in_ptx, timed_as_dependent_in_ptx) of one PTX text, read once: whether evo.dispatch
+    may launch the kernel as a programmatic dependent, and whether the evaluator may time it so."""
     text = _without_comments(ptx)
+    waits = text is not None and _waits_first(text, entry)
     # every griddepcontrol anywhere in the PTX (a device function's too), in any spacing ptxas accepts,
     # must be a wait
-    return (text is not None and _waits_first(text, entry)
-            and all(m.group(1) == "wait" for m in _GRIDDEPCONTROL.finditer(text)))
+    return waits, waits and text is not None and all(m.group(1) == "wait" for m in _GRIDDEPCONTROL.finditer(text))
 
 
 def source_hash(source: str) -> str:

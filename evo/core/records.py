@@ -146,6 +146,9 @@ class CompileResult:
     # whether the evaluator may time it as a programmatic dependent launch, from the PTX
     # (evo.core.kernel.timed_as_dependent_in_ptx); None: not known (a cache entry from before it was recorded)
     pdl_timing: bool | None = None
+    # whether evo.dispatch may launch it so (evo.core.kernel.waits_first_in_ptx: evo export's manifest);
+    # None: not known, as above
+    pdl_dispatch: bool | None = None
 
     @property
     def ok(self) -> bool:

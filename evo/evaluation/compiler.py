@@ -26,13 +26,13 @@ from pathlib import Path
 
 from evo.core.compile_options import OptionError, nvcc_flags
 from evo.core.errors import CompileToolError
-from evo.core.kernel import timed_as_dependent_in_ptx
+from evo.core.kernel import pdl_verdicts_in_ptx
 from evo.core.records import CompileResult, Resources
 
 DEFAULT_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-Xptxas", "-v")
 MAX_LOG_CHARS = 4000
-# The version of the rule behind a cached PDL verdict (evo.core.kernel.timed_as_dependent_in_ptx): a
-# verdict cached under another version is decided again, so that a tightened rule reaches cached kernels.
+# The version of the rule behind cached PDL verdicts (evo.core.kernel.pdl_verdicts_in_ptx): verdicts
+# cached under another version are decided again, so that a tightened rule reaches cached kernels.
 PDL_RULE = 3
 
 
@@ -176,9 +176,10 @@ class Compiler:
             if proc.returncode != 0 or not out.exists():
                 return CompileResult("error", key, log=trim_log(log, str(src)) or f"nvcc exited with {proc.returncode}",
                                      seconds=seconds)
-            pdl = timed_as_dependent_in_ptx(ptx.read_text(errors="replace")) if ptx.exists() else None
+            dispatch, timing = pdl_verdicts_in_ptx(ptx.read_text(errors="replace")) if ptx.exists() else (None, None)
             return CompileResult("ok", key, cubin=out.read_bytes(), resources=parse_ptxas(log),
-                                 log=trim_log(log, str(src)), seconds=seconds, pdl_timing=pdl)
+                                 log=trim_log(log, str(src)), seconds=seconds, pdl_timing=timing,
+                                 pdl_dispatch=dispatch)
 
     def ptx(self, source: str) -> str:
         """The PTX nvcc makes of a source with this compiler's flags and the source's own options
@@ -201,15 +202,22 @@ class Compiler:
         verdict, or for a cache entry made before the verdict (or this version of its rule) was
         recorded, nvcc -ptx's once, then written into the entry. Raises CompileToolError when nvcc
         cannot make the PTX."""
-        if r.pdl_timing is not None:
-            return r.pdl_timing
-        verdict = timed_as_dependent_in_ptx(self.ptx(source))
+        return r.pdl_timing if r.pdl_timing is not None else self._pdl_verdicts(source, r)[1]
+
+    def pdl_dispatch(self, source: str, r: CompileResult) -> bool:
+        """Whether evo.dispatch may launch the compiled kernel as a programmatic dependent (its PTX waits
+        first: evo export's manifest), known as pdl_timing is."""
+        return r.pdl_dispatch if r.pdl_dispatch is not None else self._pdl_verdicts(source, r)[0]
+
+    def _pdl_verdicts(self, source: str, r: CompileResult) -> tuple[bool, bool]:
+        """Both PDL verdicts from nvcc -ptx, written into r's cache entry where r compiled."""
+        dispatch, timing = pdl_verdicts_in_ptx(self.ptx(source))
         if r.ok:
             try:
-                self._store_meta(replace(r, pdl_timing=verdict))
-            except OSError:  # the verdict holds even where the cache cannot take it
+                self._store_meta(replace(r, pdl_timing=timing, pdl_dispatch=dispatch))
+            except OSError:  # the verdicts hold even where the cache cannot take them
                 pass
-        return verdict
+        return dispatch, timing
 
     def _paths(self, key: str) -> tuple[Path, Path]:
         return self.cache_dir / f"{key}.json", self.cache_dir / f"{key}.cubin"
@@ -222,9 +230,9 @@ class Compiler:
         except (OSError, ValueError, KeyError):
             return None
         resources = Resources(**meta["resources"]) if meta.get("resources") else None
-        pdl = meta.get("pdl_timing") if meta.get("pdl_rule") == PDL_RULE else None
+        current = meta.get("pdl_rule") == PDL_RULE
         return CompileResult(meta["status"], key, cubin, resources, meta.get("log", ""), meta.get("seconds", 0.0), True,
-                             pdl)
+                             meta.get("pdl_timing") if current else None, meta.get("pdl_dispatch") if current else None)
 
     def _store(self, r: CompileResult) -> None:
         if r.cubin is not None:
@@ -234,7 +242,7 @@ class Compiler:
     def _store_meta(self, r: CompileResult) -> None:
         meta = {"status": r.status, "log": r.log, "seconds": r.seconds,
                 "resources": r.resources.to_json() if r.resources else None,
-                "pdl_timing": r.pdl_timing, "pdl_rule": PDL_RULE}
+                "pdl_timing": r.pdl_timing, "pdl_dispatch": r.pdl_dispatch, "pdl_rule": PDL_RULE}
         _atomic_write(self._paths(r.key)[0], json.dumps(meta).encode())
 
 
