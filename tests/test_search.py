@@ -262,20 +262,20 @@ def test_replay_change_carries_a_find_to_other_shapes_and_resumes_the_same(tmp_p
     """search.structural with replay_change (off by default): children that set a new shape best leave
     their change as a find, the operator applies finds to other parents, and a run cut short resumes
     to the same decisions (the finds are part of the saved state)."""
-    ops = "mutator.structural=[mutate_one,mutate_many,crossover,change_family,compile_options,revert_gene," \
-          "next_pick,replay_change]"
-    # whether 60 simulated evaluations set new bests early enough for replays to follow depends on the
-    # trajectory (seed 7 stopped doing so when the hopper space grew): the first of three seeds that does
-    for seed in (2, 3, 1):
-        c, raw = config(tmp_path, f"a{seed}.sqlite", ops, "search.max_evaluations=60", f"search.seed={seed}")
+    ops = "mutator.structural=[mutate_one,next_pick,replay_change]"
+    # Whether 60 simulated evaluations set new bests by 1% (FIND_GAIN) early enough for replays to follow
+    # depended on the trajectory, which any change to a family's source moves (seeds 1-7 in turn stopped
+    # doing so). Any child within 10% of its shape's best counts as a find here: the test is about what
+    # happens to finds, not how often the test double makes them. Its own MonkeyPatch: the crash
+    # helper undoes the test's.
+    with pytest.MonkeyPatch.context() as finds_often:
+        finds_often.setattr("evo.search.loop.FIND_GAIN", 0.9)
+        c, raw = config(tmp_path, "a.sqlite", ops, "search.max_evaluations=60", "search.seed=1")
         run_search(c, raw)
-        a = Archive.open(tmp_path / f"a{seed}.sqlite")
-        run = a.last_run("search")["id"]
-        if a.get_state(run, "search")["finds"]:
-            break
-    assert a.get_state(run, "search")["finds"]  # new bests left their changes
-    want = fingerprint(tmp_path / f"a{seed}.sqlite")
-    assert want["policy"]["uses"] and any("replay_change" in ops_ for ops_ in want["policy"]["uses"].values())
-    assert list(a.db.query("select id from kernels where operator = 'replay_change'"))  # it made children
-    assert crashed_and_resumed(tmp_path, monkeypatch, "b.sqlite", ops, "search.max_evaluations=60", f"search.seed={seed}",
-                               after=31) == want
+        a = Archive.open(tmp_path / "a.sqlite")
+        assert a.get_state(a.last_run("search")["id"], "search")["finds"]  # children left their changes
+        want = fingerprint(tmp_path / "a.sqlite")
+        assert want["policy"]["uses"] and any("replay_change" in ops_ for ops_ in want["policy"]["uses"].values())
+        assert list(a.db.query("select id from kernels where operator = 'replay_change'"))  # it made children
+        assert crashed_and_resumed(tmp_path, monkeypatch, "b.sqlite", ops, "search.max_evaluations=60",
+                                   "search.seed=1", after=31) == want

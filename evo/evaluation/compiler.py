@@ -183,7 +183,8 @@ class Compiler:
 
     def ptx(self, source: str) -> str:
         """The PTX nvcc makes of a source with this compiler's flags and the source's own options
-        (not cached: `evo export` reads it once per kernel). Raises CompileToolError on failure."""
+        (not cached: the PDL verdicts read it once for a cache entry from before they were kept, and
+        tests read it). Raises CompileToolError on failure."""
         flags = without_ptxas_report(self.flags)
         with tempfile.TemporaryDirectory(prefix="evo-ptx-") as tmp:
             src, out = Path(tmp) / "k.cu", Path(tmp) / "k.ptx"

@@ -28,32 +28,35 @@ log = logging.getLogger(__name__)
 LIB_SHORT = {"torch": "torch", "cublaslt_heuristic": "lt_heur", "cublaslt_autotuned": "lt_auto"}
 
 
+ELITE = "elite"  # the column of an archive's per-shape best kernels (kernels_of)
+
+
 def load_kernels(paths: list[str]) -> list[Candidate]:
-    """The given .cu files as candidates, each named by its file name, or by the path as given where two
-    files share a name (the name keys its results: two alike would overwrite each other)."""
-    names = [Path(p).name for p in paths]
+    """The given .cu files as candidates, each named by its file name, or by its full path where two
+    files share a name or the name is the archive bests' column (the name keys its results: two alike
+    would overwrite each other). A file given twice, in any spelling, is refused."""
+    resolved = [Path(p).resolve() for p in paths]
+    names = [r.name for r in resolved]
     out = []
-    for p, name in zip(paths, names):
-        path = Path(p)
+    for p, path, name in zip(paths, resolved, names):
         if not path.is_file():
             raise ConfigError(f"kernels: {p} is not a file (give .cu files with the evo kernel ABI)")
-        if paths.count(p) > 1:
-            raise ConfigError(f"kernels: {p} is given twice (give each file once)")
-        label = name if names.count(name) == 1 else p
+        if resolved.count(path) > 1:
+            raise ConfigError(f"kernels: {path} is given {resolved.count(path)} times (give each file once)")
+        label = name if names.count(name) == 1 and name != ELITE else str(path)
         out.append(Candidate.make(path.read_text(), operator="given", params={"file": label}))
     return out
 
 
 def _column_labels(names: list[str]) -> tuple[list[str], bool]:
     """Short table headers for the kernels' columns: their names without `.cu`, their last 20 characters;
-    or, where that would make two alike, k1, k2, ... (True: to be named below the table)."""
+    or, where that would make two alike or one like a library's or the floor's column, k1, k2, ...
+    (True: to be named below the table)."""
     short = [(n[:-3] if n.endswith(".cu") else n)[-20:] for n in names]
-    if len(set(short)) == len(short):
+    taken = {*LIB_SHORT.values(), "floor"}
+    if len(set(short)) == len(short) and not taken & set(short):
         return short, False
     return [f"k{i + 1}" for i in range(len(names))], True
-
-
-ELITE = "elite"  # the column of an archive's per-shape best kernels (kernels_of)
 
 
 def run_bench(c: EvoConfig, raw=None) -> list[dict]:
