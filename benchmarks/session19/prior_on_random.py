@@ -2,7 +2,8 @@
 held-out measurements, and the budget it saves). Session 19 timed 160 random hopper genomes on each of six
 of the worst shapes (`worst/random*.sqlite.xz`: seeded random samples of the valid genome, not shortlist
 picks, timed as programmatic dependent launches); the prior (evo/search/cost_prior.json) was fitted to
-shortlist sweeps of other sessions, none of these measurements. No GPU needed.
+sweeps of other sessions, none of these measurements (but session 16's sweeps of these shapes' shortlist
+picks among them: the shapes are not held out). No GPU needed.
 
     python benchmarks/session19/prior_on_random.py > benchmarks/session19/prior_on_random.txt
 
