@@ -1,4 +1,4 @@
-"""Every hopper configuration of a small sub-genome around the worst long-K shapes, against the 24-pick
+"""Every hopper configuration of a small sub-genome around long-K shapes where we lose most, against the 24-pick
 shortlist of all families, in one evaluator run (issues 13 and 14). Session 19's random sample (120
 genomes of the whole hopper genome a shape) beat the shortlist on 1 of 6 worst shapes by 1.1%; this asks
 the sharper question: in the region where the library's kernels lie (cuBLAS runs 1024x256x16384 as

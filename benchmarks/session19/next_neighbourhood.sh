@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # For the next GPU session (NEXT.md item 2), one H200, ~4.5 minutes: every hopper configuration of the
-# sub-genome around the library's kernels on the four long-K, few-output grid shapes (neighbourhood.py:
+# sub-genome around the library's kernels on four long-K, few-output shapes, three of grid125 (neighbourhood.py:
 # 64/128 tiles, 1-2 consumers, split-K 2-8 over L2, atomics or ordered partials, 4-10 stages; 170 a shape)
 # beside the 24-pick shortlist, libraries in the same run. Into $OUT/neighbourhood.tgz.
 #   OUT=/some/folder bash benchmarks/session19/next_neighbourhood.sh

@@ -1,9 +1,9 @@
 """The shipped cost prior on kernels it was not fitted for (issue 14: a learned cost model's correlation on
 held-out measurements, and the budget it saves). Session 19 timed 160 random hopper genomes on each of six
-of the worst shapes (`worst/random*.sqlite.xz`: seeded random samples of the valid genome, not shortlist
-picks, timed as programmatic dependent launches); the prior (evo/search/cost_prior.json) was fitted to
-sweeps of other sessions, none of these measurements (but session 16's sweeps of these shapes' shortlist
-picks among them: the shapes are not held out). No GPU needed.
+shapes where the shortlist does worst (`worst/random*.sqlite.xz`: seeded random samples of the valid
+genome, not shortlist picks, timed as programmatic dependent launches); the prior
+(evo/search/cost_prior.json) was fitted to sweeps of other sessions, none of these measurements, but
+sweeps that timed the shortlist picks of five of these shapes (all but 512x512x16384). No GPU needed.
 
     python benchmarks/session19/prior_on_random.py > benchmarks/session19/prior_on_random.txt
 

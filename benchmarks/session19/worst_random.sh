@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 19, one H200, ~5 minutes: does hopper's design space hold kernels that beat its shortlist on the
-# worst shapes of the session's grid125 and llm_layers runs? A seeded random sample of hopper's valid
+# Session 19, one H200, ~5 minutes: does hopper's design space hold kernels that beat its shortlist on
+# five of the worst shapes of the session's grid125 and llm_layers runs and 512x512x16384 (long K, in
+# neither set)? A seeded random sample of hopper's valid
 # genomes (sweep.sample=random, 40 a shape), then the 24-pick shortlist of all families on the same shapes,
 # each run with the libraries timed in it. Tables, failures and archives into $OUT/worst_*.
 #   OUT=/some/folder bash benchmarks/session19/worst_random.sh
