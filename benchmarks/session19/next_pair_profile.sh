@@ -21,10 +21,16 @@ for k in split4 split4_pair split4_atomic split4_atomic_pair; do
   bench_under_ncu $R/$k.csv $P/$k.cu 1024x256x16384 --section LaunchStats --section Occupancy --section SpeedOfLight \
     --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SchedulerStats
 done
+# the metrics that answer the questions, per kernel: name, unit, value (ncu's CSV quotes fields with commas)
 for k in split4 split4_pair split4_atomic split4_atomic_pair; do
   echo "== $k"
-  grep -h -E '"(Duration|Grid Size|Cluster Size|Max Active Clusters|Max Cluster Size|Waves Per SM|Achieved Occupancy|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Warp Cycles Per Issued Instruction|Stall [A-Za-z ]*)"' \
-    $R/$k.csv | cut -d, -f12- | cut -c1-160 | head -30
+  python3 -c "
+import csv, re, sys
+want = re.compile(r'Duration|Grid Size|Cluster|Waves Per SM|Occupancy|Throughput|Warp Cycles Per Issued|Stall')
+for row in csv.DictReader(line for line in open(sys.argv[1]) if line.startswith('\"')):
+    if want.search(row.get('Metric Name', '')):
+        print(f\"{row['Section Name'][:24]:<24} {row['Metric Name'][:44]:<44} {row['Metric Unit']:>10} {row['Metric Value']}\")
+" $R/$k.csv | head -40
 done | tee $R/summary.txt
 device_done
 cp "$OUT/gpu.txt" $R/ && xz -9 $R/*.sqlite; tar -czf "$OUT/pair_profile.tgz" -C /tmp pairprof
