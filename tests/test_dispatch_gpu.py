@@ -29,7 +29,8 @@ def export_dir(tmp_path_factory, compiler):
     sources = [HOPPER.render(dict(HOPPER.default, **change)) for change, *_ in KERNELS]
     for (_, n, k, ms), source, res in zip(KERNELS, sources, compiler.compile_many(sources)):
         assert res.ok, res.status
-        pdl = waits_first_in_ptx(compiler.ptx(source))  # what evo export records
+        pdl = compiler.pdl_dispatch(source, res)  # what evo export records (from the compile)
+        assert pdl == waits_first_in_ptx(compiler.ptx(source))  # the PTX check itself agrees
         for m in ms:
             name = f"hgemm_{m}x{n}x{k}"
             (folder / f"{name}.cu").write_text(source)
