@@ -134,6 +134,16 @@ VARIANTS = {"deep": deepest, "pair": pair, "tma_store": tma_store, "tma_store_fe
             "cluster_split4": cluster_split4}
 
 
+def harness_args(doc: str, out: str) -> argparse.ArgumentParser:
+    """The options every script on side_by_side takes (session 19's scripts use it): --out, --backend,
+    --budget-s; the description is the docstring's first paragraph."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", default=out)
+    ap.add_argument("--backend", default="gpu", help="simulated: a CPU dry run of the script (modelled times)")
+    ap.add_argument("--budget-s", type=float, default=0, help="stop queueing results after this (0: none)")
+    return ap
+
+
 def side_by_side(jobs: list, archive_path: Path, script: str, args: argparse.Namespace):
     """Every (candidate, shape) of `jobs` evaluated in one evaluator run, recorded in `archive_path`
     (libraries in the same run, no racing, 3 replays of 10 ms, 2 correctness draws), yielded as the

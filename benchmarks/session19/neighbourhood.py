@@ -15,7 +15,6 @@ sub-genome beat the shortlist's best; writes every time to times.json.
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import random
@@ -23,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session14"))
-from deep_ab import side_by_side  # noqa: E402
+from deep_ab import harness_args, side_by_side  # noqa: E402
 
 from evo.core.shapes import Shape  # noqa: E402
 from evo.core.summary import geomean  # noqa: E402
@@ -46,11 +45,8 @@ def sub_genome(shape: Shape) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = harness_args(__doc__, "/tmp/neighbourhood")
     ap.add_argument("--shapes", nargs="+", required=True)
-    ap.add_argument("--out", default="/tmp/neighbourhood")
-    ap.add_argument("--backend", default="gpu", help="simulated: a CPU dry run of the script (modelled times)")
-    ap.add_argument("--budget-s", type=float, default=0, help="stop queueing results after this (0: none)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
