@@ -87,20 +87,26 @@ def held_out(tarball: str, tmp: Path) -> tuple[dict, dict]:
     return shortlist, {s: list(d.values()) for s, d in every.items()}
 
 
-def main() -> None:
+def report(sets: dict[str, list[str]]) -> None:
+    """Each candidate set's prior (the compare shapes held out), scored on every compare's shortlist picks
+    and on all its arms' kernels (session 19's prior_refit19.py scores its own sets this way)."""
     exclude = frozenset(Shape.parse(s) for s in COMPARE_SHAPES.split(","))
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         tests = {c: held_out(t, tmp) for c, t in COMPARES.items()}
-        unpacked = {p: readable(p, tmp) for paths in SETS.values() for p in paths}
-        for set_name, paths in SETS.items():
+        unpacked = {p: readable(p, tmp) for paths in sets.values() for p in paths}
+        for set_name, paths in sets.items():
             prior = cost_prior.build([unpacked[p] for p in paths], exclude=exclude)
             model = CostModel(prior=prior)
-            print(f"\n{set_name}: {prior.rows} measurements from {len(paths)} archives")
+            print(f"\n{set_name}: {prior.rows} measurements from {len(paths)} archives", flush=True)
             print(header("held-out set"))
             for c, (shortlist, every) in tests.items():
                 print(line(f"{c}: shortlist picks", score(model, shortlist, random.Random(0))))
-                print(line(f"{c}: all arms' kernels", score(model, every, random.Random(0))))
+                print(line(f"{c}: all arms' kernels", score(model, every, random.Random(0))), flush=True)
+
+
+def main() -> None:
+    report(SETS)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,13 @@ above 1: the overlapped prologue is faster.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session14"))
-from deep_ab import kind, side_by_side  # noqa: E402
+from deep_ab import harness_args, kind, side_by_side  # noqa: E402
 
 from evo.core.kernel import Candidate  # noqa: E402
 from evo.core.shapes import Shape  # noqa: E402
@@ -37,12 +36,9 @@ def wait_first(source: str) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = harness_args(__doc__, "/tmp/prologue")
     ap.add_argument("--shapes", nargs="+", required=True, help="MxNxK")
     ap.add_argument("--picks", type=int, default=4)
-    ap.add_argument("--out", default="/tmp/prologue")
-    ap.add_argument("--backend", default="gpu", help="simulated: a CPU dry run of the script (modelled times)")
-    ap.add_argument("--budget-s", type=float, default=0, help="stop queueing results after this (0: none)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -12,20 +12,11 @@ shortlist picks and for all arms' kernels, with a median Spearman no lower.
 """
 from __future__ import annotations
 
-import random
 import sys
-import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks" / "session17"))
-sys.path.insert(0, str(REPO / "benchmarks" / "search"))
-from cost_model_h200 import header, line, score  # noqa: E402
-from prior_refit import COMPARE_SHAPES, COMPARES, FIRST, S16, held_out, readable  # noqa: E402
-
-from evo.core.shapes import Shape  # noqa: E402
-from evo.search import cost_prior  # noqa: E402
-from evo.search.cost_model import CostModel  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session17"))
+from prior_refit import FIRST, S16, report  # noqa: E402
 
 S19 = ["benchmarks/session19/grid125/grid125.sqlite.gz", "benchmarks/session19/llm_layers/llm_layers.sqlite.gz"]
 S19_RANDOM = ["benchmarks/session19/worst/random.sqlite.xz", "benchmarks/session19/worst/random120.sqlite.xz"]
@@ -38,19 +29,7 @@ SETS = {
 
 
 def main() -> None:
-    exclude = frozenset(Shape.parse(s) for s in COMPARE_SHAPES.split(","))
-    with tempfile.TemporaryDirectory() as name:
-        tmp = Path(name)
-        tests = {c: held_out(t, tmp) for c, t in COMPARES.items()}
-        unpacked = {p: readable(p, tmp) for paths in SETS.values() for p in paths}
-        for set_name, paths in SETS.items():
-            prior = cost_prior.build([unpacked[p] for p in paths], exclude=exclude)
-            model = CostModel(prior=prior)
-            print(f"\n{set_name}: {prior.rows} measurements from {len(paths)} archives", flush=True)
-            print(header("held-out set"))
-            for c, (shortlist, every) in tests.items():
-                print(line(f"{c}: shortlist picks", score(model, shortlist, random.Random(0))))
-                print(line(f"{c}: all arms' kernels", score(model, every, random.Random(0))), flush=True)
+    report(SETS)
 
 
 if __name__ == "__main__":

@@ -292,8 +292,7 @@ def waits_first_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
     makes it False, and so does a kernel that never waits. Decided on the PTX nvcc makes of the source
     (the code the cubin is assembled from), not on the source text, which macros, comments and strings
     can make say something else; PTX with other than exactly one such entry point is False."""
-    text = _without_comments(ptx)
-    return text is not None and _waits_first(text, entry)
+    return pdl_verdicts_in_ptx(ptx, entry)[0]
 
 
 def _waits_first(text: str, entry: str) -> bool:
@@ -346,10 +345,11 @@ def pdl_verdicts_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> tuple[bool, bool]
     """(waits_first_in_ptx, timed_as_dependent_in_ptx) of one PTX text, read once: whether evo.dispatch
     may launch the kernel as a programmatic dependent, and whether the evaluator may time it so."""
     text = _without_comments(ptx)
-    waits = text is not None and _waits_first(text, entry)
+    if text is None or not _waits_first(text, entry):
+        return False, False
     # every griddepcontrol anywhere in the PTX (a device function's too), in any spacing ptxas accepts,
     # must be a wait
-    return waits, waits and text is not None and all(m.group(1) == "wait" for m in _GRIDDEPCONTROL.finditer(text))
+    return True, all(m.group(1) == "wait" for m in _GRIDDEPCONTROL.finditer(text))
 
 
 def source_hash(source: str) -> str:
