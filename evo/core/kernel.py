@@ -332,18 +332,12 @@ def _waits_first(text: str, entry: str) -> bool:
     return waited
 
 
-def timed_as_dependent_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> bool:
-    """Whether the evaluator may time the kernel as a programmatic dependent launch: it waits for the
-    grid before it first (`waits_first_in_ptx`) and never signals its own dependents early
-    (`griddepcontrol.launch_dependents`). In graph replays the kernel after it is itself, so an early
-    signal would start its own next replay sooner, a gain it does not get in a model, where the
-    kernel before it is another one."""
-    return pdl_verdicts_in_ptx(ptx, entry)[1]
-
-
 def pdl_verdicts_in_ptx(ptx: str, entry: str = ENTRY_POINT) -> tuple[bool, bool]:
-    """(waits_first_in_ptx, timed_as_dependent_in_ptx) of one PTX text, read once: whether evo.dispatch
-    may launch the kernel as a programmatic dependent, and whether the evaluator may time it so."""
+    """Two verdicts of one PTX text, read once: whether evo.dispatch may launch the kernel as a
+    programmatic dependent (`waits_first_in_ptx`), and whether the evaluator may time it so: it waits
+    first and never signals its own dependents early (`griddepcontrol.launch_dependents`). In graph
+    replays the kernel after it is itself, so an early signal would start its own next replay sooner, a
+    gain it does not get in a model, where the kernel before it is another one."""
     text = _without_comments(ptx)
     if text is None or not _waits_first(text, entry):
         return False, False

@@ -144,7 +144,7 @@ class CompileResult:
     seconds: float = 0.0
     cached: bool = False
     # whether the evaluator may time it as a programmatic dependent launch, from the PTX
-    # (evo.core.kernel.timed_as_dependent_in_ptx); None: not known (a cache entry from before it was recorded)
+    # (evo.core.kernel.pdl_verdicts_in_ptx); None: not known (a cache entry from before it was recorded)
     pdl_timing: bool | None = None
     # whether evo.dispatch may launch it so (evo.core.kernel.waits_first_in_ptx: evo export's manifest);
     # None: not known, as above
