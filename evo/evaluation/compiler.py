@@ -3,9 +3,9 @@ content-addressed cache keyed by source + flags + nvcc version. A candidate's ow
 (`evo.core.compile_options`, a whitelist) are a line of its source, so the key covers them.
 
 `-Xptxas -v` is parsed into `Resources`; a compiler error is kept (trimmed) for repair prompts.
-nvcc keeps the PTX it makes on the way (`--keep`), so whether the kernel may be timed as a programmatic
-dependent launch (it waits for the grid before it first, and signals no dependent early) is decided
-once, cached with the cubin.
+nvcc keeps the PTX it makes on the way (`--keep`), so whether the kernel may be launched as a programmatic
+dependent by evo.dispatch (it waits for the grid before it first) and timed as one by the evaluator (and
+signals no dependent early) is decided once, cached with the cubin.
 nvcc runs in its own process group so that a timeout kills it with all its children.
 """
 from __future__ import annotations
