@@ -192,16 +192,25 @@ def _subspaces(space: dict[str, tuple[int, ...]]) -> list[dict[str, tuple[int, .
         dict(part, STREAM_K=(0,), FIXUP=(1,), TMA_STORE=(0,), **l2) for part in (plain, swapped) for l2 in over_l2]
 
 
-def _fit_stages(p: Params) -> Params | None:
+def _fit_stages(p: Params, K: int) -> Params | None:
     """The deepest pipeline that fits, or None: up to 7 stages, but 5 with split-K unless it is over L2
-    with stages of at most 20 KB (BM + BN at most 160 rows of 64 k-values). Measured on the H200, the
-    same kernels paired in one run: without split-K, 6 stages ran 4.6% and 7 stages 10.4% faster than 5
-    (benchmarks/README.md, third `evo compare`); of 239 split-K picks over L2 of the llm_layers and
-    grid125 shortlists (benchmarks/session14), those with small stages ran 4.5% faster with the deepest
-    pipeline up to 7 (geomean of 89 pairs, 1 slower by 2%), the others no faster (0.998 over 150 pairs,
-    23 slower by 2%, down to 0.87). Cluster split-K stays at 5 (not measured again)."""
-    small_over_l2 = p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"] and p["BM"] + p["BN"] <= 160
-    return deepest_fitting(p, 7 if p["SPLIT_K"] == 1 or small_over_l2 else 5)
+    with stages of at most 20 KB (BM + BN at most 160 rows of 64 k-values), or 6 for split-K over L2 with
+    64x128 or 128x64 tiles where K >= 8192. Measured on the H200, the same kernels paired in one run:
+    without split-K, 6 stages ran 4.6% and 7 stages 10.4% faster than 5 (benchmarks/README.md, third
+    `evo compare`); of 239 split-K picks over L2 of the llm_layers and grid125 shortlists
+    (benchmarks/session14), those with small stages ran 4.5% faster with the deepest pipeline up to 7
+    (geomean of 89 pairs, 1 slower by 2%), the others no faster (0.998 over 150 pairs, 23 slower by 2%,
+    down to 0.87). Of those, the 64x128 and 128x64 picks at K >= 8192 ran 1.3% faster with 6 stages
+    (benchmarks/session20: 32 pairs, 2 slower by 2%, down to 0.954; 7 stages 1.1%; shorter K 0.4%,
+    not taken). Cluster split-K stays at 5 (not measured again)."""
+    over_l2 = p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"]
+    if p["SPLIT_K"] == 1 or (over_l2 and p["BM"] + p["BN"] <= 160):
+        most = 7
+    elif over_l2 and p["BM"] + p["BN"] == 192 and K >= 8192:
+        most = 6
+    else:
+        most = 5
+    return deepest_fitting(p, most)
 
 
 def deepest_fitting(p: Params, most: int, fewest: int = 2) -> Params | None:
@@ -303,7 +312,7 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
     out = []
 
     def offer(score: float, p: Params) -> None:
-        q = _fit_stages(_ordered_where_it_pays(p, M, N))
+        q = _fit_stages(_ordered_where_it_pays(p, M, N), K)
         if q is not None:
             out.append((score, _tma_store_where_it_pays(q, M, N, k_tiles, num_sms)))
 
