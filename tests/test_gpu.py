@@ -101,6 +101,20 @@ def test_the_library_baselines_name_the_cublaslt_algorithm_they_ran(gpu_evaluato
     assert all("runs tile " in r.detail and "split-K " in r.detail for r in lt.values()), [r.detail for r in lt.values()]
 
 
+def test_the_autotuned_cublaslt_baseline_is_its_fastest_algorithm_under_evos_timer(gpu_evaluator):
+    """cublaslt_autotuned screens every planned algorithm with evo's own timer (nvmath's autotune picked
+    differently from run to run on shapes of a few microseconds): it names the plan rank it ran, and
+    is no slower than the heuristic's first algorithm, timed the same way (3% for noise)."""
+    for shape in (Shape(64, 64, 256), Shape(4096, 1024, 256), Shape(64, 256, 16384)):
+        [(_, results)] = list(gpu_evaluator.measure_libraries([shape]))
+        mode = gpu_evaluator.cfg.modes[0]  # the mode the screening ran in
+        lt = {r.library: r for r in results if r.library.startswith("cublaslt") and r.status == "ok" and r.mode == mode}
+        assert set(lt) == {"cublaslt_heuristic", "cublaslt_autotuned"}, [r.error for r in results]
+        auto, heuristic = lt["cublaslt_autotuned"], lt["cublaslt_heuristic"]
+        assert "heuristic rank " in auto.detail, auto.detail
+        assert auto.timing.median_ms <= 1.03 * heuristic.timing.median_ms, (shape, auto.detail, heuristic.detail)
+
+
 def test_kernels_timed_as_programmatic_dependent_launches_are_correct(tmp_path, compile_cache):
     """evaluator.pdl=true on the real worker: family kernels (which wait first) launch with the attribute,
     in graphs and plainly, and stay correct on every checked launch, a split-K and a cluster kernel too."""

@@ -1,14 +1,16 @@
 """Worker side: the libraries timed beside a candidate, and the device's measured ceilings.
 
-torch.matmul, cuBLASLt through nvmath-python with its first heuristic algorithm, and cuBLASLt
-after nvmath's autotuning. Each is timed by the same code (gpu_timing) on the same buffer sets
-as the kernels, and checked against the fp32 reference once. The checks of a kernel's timing run for
-the libraries too, their verdicts unread: on an H200 with replays of 100 ms, torch.matmul timed without
-them ran at 1490-1610 MHz on 8192^3 and 16384x16384x4096, 6-11% slower than timed with them at 1955-1980
-MHz (benchmarks/session15/duty_cycle.py), which flattered every kernel's ratio there.
+torch.matmul, cuBLASLt through nvmath-python with its first heuristic algorithm, and cuBLASLt with
+the fastest of its planned algorithms as evo's own timer screens them ("autotuned"). Each is timed by
+the same code (gpu_timing) on the same buffer sets as the kernels, and checked against the fp32
+reference once. The checks of a kernel's timing run for the libraries too, their verdicts unread: on
+an H200 with replays of 100 ms, torch.matmul timed without them ran at 1490-1610 MHz on 8192^3 and
+16384x16384x4096, 6-11% slower than timed with them at 1955-1980 MHz
+(benchmarks/session15/duty_cycle.py), which flattered every kernel's ratio there.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -38,22 +40,54 @@ def describe_algorithm(algorithm) -> str:
     return ", ".join(parts) or "an algorithm that reports no configuration"
 
 
-def _nvmath_call(sets, autotune: bool, stream) -> tuple[Callable[[int], object], str]:
+def _nvmath_call(sets, autotune: bool, stream, req: dict) -> tuple[Callable[[int], object], str]:
+    """cuBLASLt through nvmath on the timing sets: its first heuristic algorithm, or with `autotune` the
+    planned algorithm that ran fastest under evo's own timer (`_fastest`)."""
     from nvmath.linalg.advanced import Matmul
     mm = Matmul(sets.A[0], sets.B[0], stream=stream)
     algorithms = mm.plan(stream=stream)
-    if autotune:
-        mm.autotune(iterations=10, stream=stream)
-        algorithms = mm.algorithms if hasattr(mm, "algorithms") else algorithms
-    detail = (f"{len(algorithms)} algorithms considered" + ("; autotuned (10 iterations)" if autotune else "; first heuristic")
-              + f"; runs {describe_algorithm(algorithms[0])}")
+    pick, how = 0, "first heuristic"
+    if autotune and len(algorithms) > 1:
+        pick = _fastest(sets, mm, algorithms, stream, req)
+        how = f"fastest of them timed by evo ({SCREEN_MS:g} ms replay each), heuristic rank {pick + 1}"
+    detail = f"{len(algorithms)} algorithms considered; {how}; runs {describe_algorithm(algorithms[pick])}"
+    call = _execute(mm, sets, algorithms[pick], stream)
+    return call, detail
+
+
+# Each planned algorithm's screening replay. nvmath's own autotune times single launches with events,
+# which on kernels of a few microseconds picked differently from run to run: cuBLASLt "autotuned" on the
+# same shape measured 0.72-1.21x its time in the run before (grid125, sessions 19 and 20), which moved
+# the best library, and every ratio to it, by up to 28%. One replay of evo's timer per algorithm (the
+# kernels' own harness: same buffers and mode) picks the algorithm the library would be timed at best.
+SCREEN_MS = 2.0
+
+
+def _execute(mm, sets, algorithm, stream) -> Callable[[int], object]:
     outs = {}
 
     def call(i: int) -> None:
         mm.reset_operands(a=sets.A[i], b=sets.B[i], stream=stream)
-        outs[i % 2] = mm.execute(stream=stream)  # keep the last results alive while they are being written
+        outs[i % 2] = mm.execute(algorithm=algorithm, stream=stream)  # keep the last results alive while written
     call.matmul = mm  # type: ignore[attr-defined]
-    return call, detail
+    call.algorithm = algorithm  # type: ignore[attr-defined]
+    return call
+
+
+def _fastest(sets, mm, algorithms, stream, req: dict) -> int:
+    """Index of the algorithm with the shortest screening replay in the first requested mode; an
+    algorithm that fails to run or to time is skipped (the first heuristic one if all do)."""
+    screen = {**req, "modes": req["modes"][:1], "replays": 1, "target_replay_ms": SCREEN_MS}
+    best, best_ms = 0, math.inf
+    for i, algorithm in enumerate(algorithms):
+        try:
+            timings, _ = sets.time_all(_execute(mm, sets, algorithm, stream), screen, verify=False)
+        except Exception:  # not capturable or not runnable here: not a candidate
+            torch.cuda.synchronize()
+            continue
+        if timings and timings[0].median_ms < best_ms:
+            best, best_ms = i, timings[0].median_ms
+    return best
 
 
 def measure(harness, M: int, N: int, K: int, libraries: list[str], modes: list[str], req: dict,
@@ -77,12 +111,13 @@ def _measure_one(harness, sets, lib: str, modes: list[str], req: dict) -> list[L
         if lib == "torch":
             call = _torch_call(sets)
         else:
-            call, detail = _nvmath_call(sets, lib == "cublaslt_autotuned", harness.stream)
+            call, detail = _nvmath_call(sets, lib == "cublaslt_autotuned", harness.stream, req)
         # check the library's own result once (a broken baseline would flatter every kernel)
         with torch.cuda.stream(harness.stream):
             sets.C[0].fill_(float("nan"))
             call(0)
-            out = sets.C[0] if lib == "torch" else call.matmul.execute(stream=harness.stream)  # type: ignore[attr-defined]
+            out = sets.C[0] if lib == "torch" else call.matmul.execute(  # type: ignore[attr-defined]
+                algorithm=call.algorithm, stream=harness.stream)  # type: ignore[attr-defined]
             reason = verdict(error_stats(out.float(), reference(sets.A[0], sets.B[0])))
         if reason:
             return [LibraryResult(lib, m, "error", error=f"library result rejected: {reason}") for m in modes]
