@@ -1,6 +1,7 @@
 """GPU tests (pytest -m gpu on a machine with an H100/H200): the real worker, real kernels.
 EVO_TEST_CLUSTER=local runs them through the Dask pool (one Dask worker per GPU) instead."""
 import os
+import re
 
 import pytest
 
@@ -103,8 +104,9 @@ def test_the_library_baselines_name_the_cublaslt_algorithm_they_ran(gpu_evaluato
 
 def test_the_autotuned_cublaslt_baseline_is_its_fastest_algorithm_under_evos_timer(gpu_evaluator):
     """cublaslt_autotuned screens every planned algorithm with evo's own timer (nvmath's autotune picked
-    differently from run to run on shapes of a few microseconds): it names the plan rank it ran, and
-    is no slower than the heuristic's first algorithm, timed the same way (3% for noise)."""
+    differently from run to run on shapes of a few microseconds): it names the plan rank it ran and
+    how many algorithms it timed (at least half of those planned), and is no slower than the heuristic's
+    first algorithm, timed the same way (3% for noise)."""
     for shape in (Shape(64, 64, 256), Shape(4096, 1024, 256), Shape(64, 256, 16384)):
         [(_, results)] = list(gpu_evaluator.measure_libraries([shape]))
         mode = gpu_evaluator.cfg.modes[0]  # the mode the screening ran in
@@ -112,6 +114,8 @@ def test_the_autotuned_cublaslt_baseline_is_its_fastest_algorithm_under_evos_tim
         assert set(lt) == {"cublaslt_heuristic", "cublaslt_autotuned"}, [r.error for r in results]
         auto, heuristic = lt["cublaslt_autotuned"], lt["cublaslt_heuristic"]
         assert "heuristic rank " in auto.detail, auto.detail
+        screened, planned = map(int, re.search(r"(\d+) of (\d+) screened", auto.detail).groups())
+        assert screened >= max(1, planned // 2), auto.detail  # screening that times nothing is no autotune
         assert auto.timing.median_ms <= 1.03 * heuristic.timing.median_ms, (shape, auto.detail, heuristic.detail)
 
 

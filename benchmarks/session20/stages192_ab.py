@@ -1,11 +1,12 @@
-"""Six or seven stages for the split-K picks over L2 whose tiles are 64x128 or 128x64 (issue 13). Session 20's
-neighbourhood run (170 hopper configurations a shape on four long-K shapes) found the shortlist's pick of
-1024x256x16384 and 512x512x16384 (64x128, split-K 4, ordered fix-up, 5 stages) 3.7% and 6.2% slower than
-the same kernel with 6 stages, the best of the 170 on both; 8 stages ran slower than 5 (one measurement
-each). `_fit_stages` caps such picks at 5 stages: session 14 measured up to 7 no faster (0.990 over 22
-long-K pairs with the fix-up). This times every such shortlist pick of the given sets (24 picks a
-shape) at 5 stages beside the same kernel at 6 and at 7, side by side in one evaluator run, libraries in
-the same run, no racing, 3 replays of 10 ms, correctness checked.
+"""Six or seven stages for the split-K picks over L2 whose tiles are 64x128 or 128x64 (issue 13). Session
+20's neighbourhood run (170 hopper configurations a shape on four long-K shapes) found the shortlist's
+pick of 1024x256x16384 and 512x512x16384 (64x128, split-K 4, ordered fix-up, 5 stages) slower than the
+same kernel with 6 stages (which ran 1.038x and 1.062x as fast), the best of the 170 on both; 8 stages
+ran slower than 5 (one measurement each). `_fit_stages` caps such picks at 5 stages: session 14
+measured the deepest pipeline up to 7 no faster for large stages (0.998 over 150 pairs). This times
+every such shortlist pick of the given sets (24 picks a shape) at 5 stages beside the same kernel at 6
+and at 7, side by side in one evaluator run, libraries in the same run, no racing, 3 replays of 10 ms,
+correctness checked.
 
 The rule, written before the run: `_fit_stages` gives such picks S stages (6 or 7, the better geomean)
 if every evaluation is correct, the geomean of (5-stage time / S-stage time) over all pairs is at least

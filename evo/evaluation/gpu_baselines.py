@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import torch
 
 from evo.core.records import LibraryResult, Peaks
-from evo.evaluation import steps
+from evo.evaluation import library_choice, steps
 from evo.evaluation.gpu_buffers import TimingSets, reference
 from evo.evaluation.gpu_timing import time_events, time_graph
 from evo.evaluation.tolerance import error_stats, verdict
@@ -40,27 +41,48 @@ def describe_algorithm(algorithm) -> str:
     return ", ".join(parts) or "an algorithm that reports no configuration"
 
 
-def _nvmath_call(sets, autotune: bool, stream, req: dict) -> tuple[Callable[[int], object], str]:
-    """cuBLASLt through nvmath on the timing sets: its first heuristic algorithm, or with `autotune` the
-    planned algorithm that ran fastest under evo's own timer (`_fastest`)."""
-    from nvmath.linalg.advanced import Matmul
-    mm = Matmul(sets.A[0], sets.B[0], stream=stream)
-    algorithms = mm.plan(stream=stream)
-    pick, how = 0, "first heuristic"
-    if autotune and len(algorithms) > 1:
-        pick = _fastest(sets, mm, algorithms, stream, req)
-        how = f"fastest of them timed by evo ({SCREEN_MS:g} ms replay each), heuristic rank {pick + 1}"
-    detail = f"{len(algorithms)} algorithms considered; {how}; runs {describe_algorithm(algorithms[pick])}"
-    call = _execute(mm, sets, algorithms[pick], stream)
-    return call, detail
-
-
 # Each planned algorithm's screening replay. nvmath's own autotune times single launches with events,
 # which on kernels of a few microseconds picked differently from run to run: cuBLASLt "autotuned" on the
 # same shape measured 0.72-1.21x its time in the run before (grid125, sessions 19 and 20), which moved
-# the best library, and every ratio to it, by up to 28%. One replay of evo's timer per algorithm (the
-# kernels' own harness: same buffers and mode) picks the algorithm the library would be timed at best.
+# the best library, and every ratio to it, by up to 12.6%. One replay of evo's timer per algorithm (the
+# kernels' own harness: same buffers, the fitness mode) picks what the library runs fastest as timed.
 SCREEN_MS = 2.0
+
+
+def _cublaslt_calls(sets, autotune: bool, stream, req: dict) -> list[tuple[Callable[[int], object], str]]:
+    """cuBLASLt through nvmath on the timing sets, as (call, detail) in order of preference: its first
+    heuristic algorithm, or with `autotune` every planned algorithm that could be screened, fastest
+    first (library_choice.screen; the first heuristic one alone if none could)."""
+    from nvmath.linalg.advanced import Matmul
+    mm = Matmul(sets.A[0], sets.B[0], stream=stream)
+    algorithms = mm.plan(stream=stream)
+    order, how = [0], "first heuristic"
+    if autotune and len(algorithms) > 1:
+        modes = req["modes"]
+        mode = "rotating" if "rotating" in modes else modes[0]  # the fitness mode (evaluator.mode)
+        screening = library_choice.screen(len(algorithms), partial(_screen_one, sets, mm, algorithms, stream,
+                                                                   {**req, "modes": [mode], "replays": 1,
+                                                                    "target_replay_ms": SCREEN_MS}))
+        summary = screening.summary(len(algorithms))
+        if screening.order:
+            order, how = screening.order, f"fastest under evo's timer ({SCREEN_MS:g} ms replay each, {summary})"
+        else:
+            how = f"first heuristic: none could be screened ({summary})"
+    return [(_execute(mm, sets, algorithms[i], stream),
+             f"{len(algorithms)} algorithms considered; {how}; heuristic rank {i + 1}; "
+             f"runs {describe_algorithm(algorithms[i])}") for i in order]
+
+
+def _screen_one(sets, mm, algorithms, stream, screen_req: dict, i: int) -> float:
+    """One screening replay of algorithm i (ms per launch): in a graph, else as a plain loop, as the
+    baseline itself would be timed."""
+    call = _execute(mm, sets, algorithms[i], stream)
+    try:
+        timings, _ = sets.time_all(call, screen_req, verify=False)
+    except Exception:  # not capturable into a graph: the baseline would be timed without one
+        torch.cuda.synchronize()
+        timings, _ = sets.time_all(call, screen_req, capturable=False, verify=False)
+    return timings[0].median_ms if timings else math.nan
 
 
 def _execute(mm, sets, algorithm, stream) -> Callable[[int], object]:
@@ -72,22 +94,6 @@ def _execute(mm, sets, algorithm, stream) -> Callable[[int], object]:
     call.matmul = mm  # type: ignore[attr-defined]
     call.algorithm = algorithm  # type: ignore[attr-defined]
     return call
-
-
-def _fastest(sets, mm, algorithms, stream, req: dict) -> int:
-    """Index of the algorithm with the shortest screening replay in the first requested mode; an
-    algorithm that fails to run or to time is skipped (the first heuristic one if all do)."""
-    screen = {**req, "modes": req["modes"][:1], "replays": 1, "target_replay_ms": SCREEN_MS}
-    best, best_ms = 0, math.inf
-    for i, algorithm in enumerate(algorithms):
-        try:
-            timings, _ = sets.time_all(_execute(mm, sets, algorithm, stream), screen, verify=False)
-        except Exception:  # not capturable or not runnable here: not a candidate
-            torch.cuda.synchronize()
-            continue
-        if timings and timings[0].median_ms < best_ms:
-            best, best_ms = i, timings[0].median_ms
-    return best
 
 
 def measure(harness, M: int, N: int, K: int, libraries: list[str], modes: list[str], req: dict,
@@ -105,22 +111,22 @@ def measure(harness, M: int, N: int, K: int, libraries: list[str], modes: list[s
 
 
 def _measure_one(harness, sets, lib: str, modes: list[str], req: dict) -> list[LibraryResult]:
-    """One library: its own result checked once, then timed like a kernel on the same sets."""
-    detail = ""
+    """One library: its own result checked once, then timed like a kernel on the same sets. Of several
+    candidate algorithms (cuBLASLt autotuned), the first whose result passes stands."""
     try:
         if lib == "torch":
-            call = _torch_call(sets)
+            calls = [(_torch_call(sets), "")]
         else:
-            call, detail = _nvmath_call(sets, lib == "cublaslt_autotuned", harness.stream, req)
+            calls = _cublaslt_calls(sets, lib == "cublaslt_autotuned", harness.stream, req)
         # check the library's own result once (a broken baseline would flatter every kernel)
-        with torch.cuda.stream(harness.stream):
-            sets.C[0].fill_(float("nan"))
-            call(0)
-            out = sets.C[0] if lib == "torch" else call.matmul.execute(  # type: ignore[attr-defined]
-                algorithm=call.algorithm, stream=harness.stream)  # type: ignore[attr-defined]
-            reason = verdict(error_stats(out.float(), reference(sets.A[0], sets.B[0])))
-        if reason:
+        pick, rejected = library_choice.first_correct(list(range(len(calls))),
+                                                      lambda i: _check(harness, sets, lib, calls[i][0]))
+        if pick is None:
+            reason = next(iter(rejected.values()))
             return [LibraryResult(lib, m, "error", error=f"library result rejected: {reason}") for m in modes]
+        call, detail = calls[pick]
+        if rejected:
+            detail += f"; {len(rejected)} faster algorithm(s) failed the tolerance"
         try:
             timings, _ = sets.time_all(call, req, verify=False)
         except Exception as e:  # not capturable into a graph: time a loop with events instead
@@ -130,6 +136,15 @@ def _measure_one(harness, sets, lib: str, modes: list[str], req: dict) -> list[L
         return [LibraryResult(lib, t.mode, "ok", timing=t, detail=detail) for t in timings]
     except Exception as e:
         return [LibraryResult(lib, m, "error", error=f"{type(e).__name__}: {e}"[:500]) for m in modes]
+
+
+def _check(harness, sets, lib: str, call) -> str:
+    """The tolerance's reason to reject the library's result on set 0 (empty: it passes)."""
+    with torch.cuda.stream(harness.stream):
+        sets.C[0].fill_(float("nan"))
+        call(0)
+        out = sets.C[0] if lib == "torch" else call.matmul.execute(algorithm=call.algorithm, stream=harness.stream)
+        return verdict(error_stats(out.float(), reference(sets.A[0], sets.B[0]))) or ""
 
 
 def _tensor_tflops(harness, n: int) -> float:

@@ -200,9 +200,10 @@ def _fit_stages(p: Params, K: int) -> Params | None:
     `evo compare`); of 239 split-K picks over L2 of the llm_layers and grid125 shortlists
     (benchmarks/session14), those with small stages ran 4.5% faster with the deepest pipeline up to 7
     (geomean of 89 pairs, 1 slower by 2%), the others no faster (0.998 over 150 pairs, 23 slower by 2%,
-    down to 0.87). Of those, the 64x128 and 128x64 picks at K >= 8192 ran 1.3% faster with 6 stages
-    (benchmarks/session20: 32 pairs, 2 slower by 2%, down to 0.954; 7 stages 1.1%; shorter K 0.4%,
-    not taken). Cluster split-K stays at 5 (not measured again)."""
+    down to 0.87). Pairs of the 117 64x128 and 128x64 split-K picks over L2 of both shortlists at 5
+    against 6 stages (benchmarks/session20) ran 1.3% faster with 6 at K >= 8192 (32 pairs, 2 slower by
+    2%, down to 0.954; 7 stages 1.1%), 0.4% below (not taken). Cluster split-K stays at 5 (not measured
+    again)."""
     over_l2 = p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"]
     if p["SPLIT_K"] == 1 or (over_l2 and p["BM"] + p["BN"] <= 160):
         most = 7
