@@ -87,17 +87,10 @@ def put_baseline(a: Archive, gpu: str, backend: str, shape: Shape, lib: LibraryR
         "throttled": int(t.throttled) if t else None, "detail": lib.detail, "measured_at": now()}, replace=True)
 
 
-# cublaslt_autotuned rows stored before the twentieth session: nvmath's own autotune picked them, which on
-# small shapes changed from run to run (docs/timing.md). An evaluator treats them as missing, so a run in
-# such an archive times the library again, as it is now defined, and the new row replaces the old.
-STALE_AUTOTUNED = "library = 'cublaslt_autotuned' and coalesce(detail, '') like '%autotuned (10 iterations)%'"
-
-
 def library_times(a: Archive, gpu: str, shape: Shape, mode: str, backend: str | None = None) -> dict[str, float]:
-    """Each library's time (ms) on one GPU, shape and timing mode (correct results only; not the stale
-    autotuned rows, STALE_AUTOTUNED)."""
+    """Each library's time (ms) on one GPU, shape and timing mode (correct results only)."""
     sql = ("select library, time_ms from baselines where gpu = ? and M = ? and N = ? and K = ? and mode = ? "
-           f"and status = 'ok' and not ({STALE_AUTOTUNED})")
+           "and status = 'ok'")
     params: list = [gpu, shape.M, shape.N, shape.K, mode]
     if backend is not None:
         sql += " and backend = ?"

@@ -109,13 +109,15 @@ def test_the_autotuned_cublaslt_baseline_is_its_fastest_algorithm_under_evos_tim
     first algorithm, timed the same way (3% for noise)."""
     for shape in (Shape(64, 64, 256), Shape(4096, 1024, 256), Shape(64, 256, 16384)):
         [(_, results)] = list(gpu_evaluator.measure_libraries([shape]))
-        mode = gpu_evaluator.cfg.modes[0]  # the mode the screening ran in
+        mode = gpu_evaluator.cfg.mode  # the fitness mode (rotating)
         lt = {r.library: r for r in results if r.library.startswith("cublaslt") and r.status == "ok" and r.mode == mode}
         assert set(lt) == {"cublaslt_heuristic", "cublaslt_autotuned"}, [r.error for r in results]
         auto, heuristic = lt["cublaslt_autotuned"], lt["cublaslt_heuristic"]
         assert "heuristic rank " in auto.detail, auto.detail
-        screened, planned = map(int, re.search(r"(\d+) of (\d+) screened", auto.detail).groups())
-        assert screened >= max(1, planned // 2), auto.detail  # screening that times nothing is no autotune
+        found = re.search(r"(\d+) of (\d+) screened", auto.detail)
+        assert found, auto.detail  # each of these shapes plans several algorithms
+        screened, planned = map(int, found.groups())
+        assert screened >= max(2, planned // 2), auto.detail  # screening that times nothing is no autotune
         assert auto.timing.median_ms <= 1.03 * heuristic.timing.median_ms, (shape, auto.detail, heuristic.detail)
 
 

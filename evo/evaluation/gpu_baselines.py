@@ -10,7 +10,6 @@ an H200 with replays of 100 ms, torch.matmul timed without them ran at 1490-1610
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import partial
 
@@ -41,48 +40,54 @@ def describe_algorithm(algorithm) -> str:
     return ", ".join(parts) or "an algorithm that reports no configuration"
 
 
-# Each planned algorithm's screening replay. nvmath's own autotune times single launches with events,
-# which on kernels of a few microseconds picked differently from run to run: cuBLASLt "autotuned" on the
-# same shape measured 0.72-1.21x its time in the run before (grid125, sessions 19 and 20), which moved
-# the best library, and every ratio to it, by up to 12.6%. One replay of evo's timer per algorithm (the
-# kernels' own harness: same buffers, the fitness mode) picks what the library runs fastest as timed.
-SCREEN_MS = 2.0
+# How cuBLASLt's planned algorithms are screened. nvmath's own autotune times single launches with
+# events, which on kernels of a few microseconds picked differently from run to run: cuBLASLt "autotuned"
+# on the same shape measured 0.72-1.21x its time in the run before (grid125, sessions 19 and 20), which
+# moved the best library, and every ratio to it, by up to 12.6%. Each algorithm here runs as a graph of
+# one launch on each of the first SCREEN_SETS timing sets (at least 3 launches), replayed twice: graphs
+# average out launch jitter, and without the sealed timing's refreshes and checks a screening costs a
+# few graph replays, not a kernel's full timing. Only the chosen algorithm is then checked and timed
+# like a kernel.
+SCREEN_SETS = 256
+SCREEN_REPLAYS = 2
 
 
-def _cublaslt_calls(sets, autotune: bool, stream, req: dict) -> list[tuple[Callable[[int], object], str]]:
+def _cublaslt_calls(harness, sets, autotune: bool) -> list[tuple[Callable[[int], object], str]]:
     """cuBLASLt through nvmath on the timing sets, as (call, detail) in order of preference: its first
-    heuristic algorithm, or with `autotune` every planned algorithm that could be screened, fastest
-    first (library_choice.screen; the first heuristic one alone if none could)."""
+    heuristic algorithm, or with `autotune` every planned algorithm that could be screened, fastest first
+    (library_choice.screen). Raises when none could be: an autotuned baseline that timed nothing would
+    only be the heuristic's under another name."""
     from nvmath.linalg.advanced import Matmul
+    stream = harness.stream
     mm = Matmul(sets.A[0], sets.B[0], stream=stream)
     algorithms = mm.plan(stream=stream)
     order, how = [0], "first heuristic"
     if autotune and len(algorithms) > 1:
-        modes = req["modes"]
-        mode = "rotating" if "rotating" in modes else modes[0]  # the fitness mode (evaluator.mode)
-        screening = library_choice.screen(len(algorithms), partial(_screen_one, sets, mm, algorithms, stream,
-                                                                   {**req, "modes": [mode], "replays": 1,
-                                                                    "target_replay_ms": SCREEN_MS}))
+        screening = library_choice.screen(len(algorithms), partial(_screen_one, harness, sets, mm, algorithms))
         summary = screening.summary(len(algorithms))
-        if screening.order:
-            order, how = screening.order, f"fastest under evo's timer ({SCREEN_MS:g} ms replay each, {summary})"
-        else:
-            how = f"first heuristic: none could be screened ({summary})"
+        if not screening.order:
+            raise RuntimeError(f"no cuBLASLt algorithm could be screened ({summary})")
+        used = min(sets.n, SCREEN_SETS)
+        order, how = screening.order, f"fastest as graphs over {used} sets ({summary})"
     return [(_execute(mm, sets, algorithms[i], stream),
              f"{len(algorithms)} algorithms considered; {how}; heuristic rank {i + 1}; "
              f"runs {describe_algorithm(algorithms[i])}") for i in order]
 
 
-def _screen_one(sets, mm, algorithms, stream, screen_req: dict, i: int) -> float:
-    """One screening replay of algorithm i (ms per launch): in a graph, else as a plain loop, as the
-    baseline itself would be timed."""
-    call = _execute(mm, sets, algorithms[i], stream)
+def _screen_one(harness, sets, mm, algorithms, i: int) -> float:
+    """Algorithm i's time per launch (ms) over one launch on each of the first SCREEN_SETS sets, in a
+    graph, or as a plain loop where it cannot be captured (as the baseline itself would then be timed)."""
+    call = _execute(mm, sets, algorithms[i], harness.stream)
+    used = min(sets.n, SCREEN_SETS)
+    kw = dict(mode="screening", launches=max(3, used), sets=used, replays=SCREEN_REPLAYS, stream=harness.stream,
+              clock=harness.clock)
     try:
-        timings, _ = sets.time_all(call, screen_req, verify=False)
-    except Exception:  # not capturable into a graph: the baseline would be timed without one
+        return time_graph(call, **kw).median_ms
+    except library_choice.PROGRAMMING_ERRORS:
+        raise
+    except Exception:  # not capturable into a graph
         torch.cuda.synchronize()
-        timings, _ = sets.time_all(call, screen_req, capturable=False, verify=False)
-    return timings[0].median_ms if timings else math.nan
+        return time_events(call, **kw).median_ms
 
 
 def _execute(mm, sets, algorithm, stream) -> Callable[[int], object]:
@@ -117,7 +122,7 @@ def _measure_one(harness, sets, lib: str, modes: list[str], req: dict) -> list[L
         if lib == "torch":
             calls = [(_torch_call(sets), "")]
         else:
-            calls = _cublaslt_calls(sets, lib == "cublaslt_autotuned", harness.stream, req)
+            calls = _cublaslt_calls(harness, sets, lib == "cublaslt_autotuned")
         # check the library's own result once (a broken baseline would flatter every kernel)
         pick, rejected = library_choice.first_correct(list(range(len(calls))),
                                                       lambda i: _check(harness, sets, lib, calls[i][0]))

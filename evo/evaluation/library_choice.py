@@ -27,16 +27,28 @@ class Screening:
         return text
 
 
+#: errors of our own code, not of an algorithm: they propagate, so that a bug cannot pass for a slow library
+PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, KeyError, IndexError, AssertionError)
+
+
+def _described(e: Exception) -> str:
+    first = str(e).splitlines()[0][:120] if str(e) else ""
+    return f"{type(e).__name__}: {first}".rstrip(": ")
+
+
 def screen(count: int, time_one: Callable[[int], float]) -> Screening:
-    """Order algorithms 0..count-1 by `time_one(i)` (ms; an exception or a time that is not a finite
-    positive number leaves the algorithm out, recorded). Ties keep the heuristic's order."""
+    """Order algorithms 0..count-1 by `time_one(i)` (ms; an error of the algorithm, or a time that is not
+    a finite positive number, leaves it out, recorded; PROGRAMMING_ERRORS propagate). Ties keep the
+    heuristic's order."""
     times: dict[int, float] = {}
     failed: dict[int, str] = {}
     for i in range(count):
         try:
             ms = time_one(i)
-        except Exception as e:  # any error of one algorithm: the others still compete
-            failed[i] = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}".rstrip(": ")
+        except PROGRAMMING_ERRORS:
+            raise
+        except Exception as e:  # this algorithm's error (CUDA, cuBLASLt): the others still compete
+            failed[i] = _described(e)
             continue
         if isinstance(ms, (int, float)) and math.isfinite(ms) and ms > 0:
             times[i] = float(ms)
@@ -46,10 +58,16 @@ def screen(count: int, time_one: Callable[[int], float]) -> Screening:
 
 
 def first_correct(order: list[int], check: Callable[[int], str]) -> tuple[int | None, dict[int, str]]:
-    """The first index of `order` whose `check` returns no reason, and the reasons of those before it."""
+    """The first index of `order` whose `check` returns no reason, and the reasons of those before it
+    (an algorithm whose check raises is rejected with the error; PROGRAMMING_ERRORS propagate)."""
     rejected: dict[int, str] = {}
     for i in order:
-        reason = check(i)
+        try:
+            reason = check(i)
+        except PROGRAMMING_ERRORS:
+            raise
+        except Exception as e:
+            reason = f"its check failed: {_described(e)}"
         if not reason:
             return i, rejected
         rejected[i] = reason
