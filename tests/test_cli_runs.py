@@ -113,7 +113,7 @@ def test_bench_times_an_archives_per_shape_bests_each_on_its_own_shape(tmp_path)
     with open(tmp_path / "s.sqlite", "rb") as src, gzip.open(tmp_path / "s.sqlite.gz", "wb") as dst:
         shutil.copyfileobj(src, dst)  # benchmarks/ keeps archives gzipped: read as they are
     out = evo("-q", "bench", f"kernels_of={tmp_path / 's.sqlite.gz'}", "evaluator=simulated",
-              "shapes=inline", "shapes.list=[4096x4096x4096]", f"archive.path={tmp_path / 'b.sqlite'}")
+              f"archive.path={tmp_path / 'b.sqlite'}")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "elite_us" in out.stdout and "MHz" in out.stdout and "4096" not in out.stdout  # the archive's shapes
     assert "geomean best library time / elite time" in out.stdout and "over 2 rows" in out.stdout
@@ -124,6 +124,14 @@ def test_bench_times_an_archives_per_shape_bests_each_on_its_own_shape(tmp_path)
     assert all(r["kernel_elite_ms"] and r["elite_kernel"] for r in rows)
     missing = evo("-q", "bench", f"kernels_of={tmp_path / 'none.sqlite'}", "evaluator=simulated")
     assert missing.returncode != 0 and "is not a file" in missing.stderr
+    # shapes given inline: only those of the archive's shapes (a shape it lacks is refused, not ignored)
+    some = evo("-q", "bench", f"kernels_of={tmp_path / 's.sqlite.gz'}", "evaluator=simulated", "shapes=inline",
+               "shapes.list=[257x2048x1024]", f"archive.path={tmp_path / 'b2.sqlite'}")
+    assert some.returncode == 0, some.stderr[-2000:]
+    assert "257" in some.stdout and "over 1 rows" in some.stdout
+    lacking = evo("-q", "bench", f"kernels_of={tmp_path / 's.sqlite.gz'}", "evaluator=simulated", "shapes=inline",
+                  "shapes.list=[64x64x64,4096x4096x4096]", f"archive.path={tmp_path / 'b3.sqlite'}")
+    assert lacking.returncode != 0 and "has no kernel for 4096x4096x4096" in lacking.stderr, lacking.stderr[-2000:]
     # a self-test recorded after the sweep (the default archive of both): still the sweep's bests
     from evo.search.retime import bests
     a = Archive.open(tmp_path / "s.sqlite")

@@ -4,8 +4,9 @@ Every number in the table comes from one worker session on one GPU per shape: to
 cuBLASLt heuristic and autotuned, and the given kernels, on the same buffers, in the same mode;
 the roofline floor is computed from the peak rate and bandwidth measured at start. With
 `kernels_of=ARCHIVE` the kernels are an archive's per-shape bests, each timed on its own shape (the
-shape set is then the archive's): with long replays (`evaluator.target_replay_ms=100`) that gives a
-search's or a sweep's winners at sustained clocks, with the SM clock read during their timings.
+shape set is then the archive's, or with `shapes=inline` the listed shapes of it): with long replays
+(`evaluator.target_replay_ms=100`) that gives a search's or a sweep's winners at sustained clocks,
+with the SM clock read during their timings.
 """
 from __future__ import annotations
 
@@ -61,6 +62,8 @@ def _column_labels(names: list[str]) -> tuple[list[str], bool]:
 
 def run_bench(c: EvoConfig, raw=None) -> list[dict]:
     elite = archive_bests(c.kernels_of) if c.kernels_of else {}
+    if elite and c.shapes.name == "inline":
+        elite = _listed_of(elite, build_shape_set(listed=c.shapes.list, grid=c.shapes.grid), c.kernels_of)
     shapes = sorted(elite) if elite else build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     kernels = load_kernels(c.kernels)
     kernel_names = [k.params["file"] for k in kernels] + ([ELITE] if elite else [])
@@ -176,6 +179,16 @@ def format_bench(rows: list[dict], libraries: list[str], kernels: list[str]) -> 
 def _best_library_ms(row: dict, libraries: list[str]) -> float | None:
     """The fastest library time of a bench row (None where no library gave one)."""
     return min((row[f"{lib}_ms"] for lib in libraries if row.get(f"{lib}_ms")), default=None)
+
+
+def _listed_of(elite: dict, listed: list, path: str | None) -> dict:
+    """The archive's bests on the shapes given inline; a listed shape it has no kernel for is refused."""
+    missing = [s for s in listed if s not in elite]
+    if missing:
+        have = ", ".join(map(str, sorted(elite)[:8])) + (", ..." if len(elite) > 8 else "")
+        raise ConfigError(f"kernels_of: {path} has no kernel for {', '.join(map(str, missing))} (it has {len(elite)} "
+                          f"shapes: {have}); list only its shapes, or leave shapes= out to time all of them")
+    return {s: elite[s] for s in listed}
 
 
 def archive_bests(path: str) -> dict:
