@@ -68,22 +68,21 @@ def _cublaslt_calls(harness, sets, autotune: bool) -> list[tuple[Callable[[int],
     algorithms = mm.plan(stream=stream)
     order, how = [0], "first heuristic"
     if autotune and len(algorithms) > 1:
-        screening = library_choice.screen(len(algorithms), partial(_screen_one, harness, sets, mm, algorithms))
+        used = min(sets.n, SCREEN_SETS)
+        screening = library_choice.screen(len(algorithms), partial(_screen_one, harness, sets, used, mm, algorithms))
         summary = screening.summary(len(algorithms))
         if not screening.order:
             raise RuntimeError(f"no cuBLASLt algorithm could be screened ({summary})")
-        used = min(sets.n, SCREEN_SETS)
         order, how = screening.order, f"fastest as graphs over {used} sets ({summary})"
     return [(_execute(mm, sets, algorithms[i], stream),
              f"{len(algorithms)} algorithms considered; {how}; heuristic rank {i + 1}; "
              f"runs {describe_algorithm(algorithms[i])}") for i in order]
 
 
-def _screen_one(harness, sets, mm, algorithms, i: int) -> float:
-    """Algorithm i's time per launch (ms) over one launch on each of the first SCREEN_SETS sets, in a
-    graph, or as a plain loop where it cannot be captured (as the baseline itself would then be timed)."""
+def _screen_one(harness, sets, used: int, mm, algorithms, i: int) -> float:
+    """Algorithm i's time per launch (ms) over one launch on each of the first `used` sets, in a graph,
+    or as a plain loop where it cannot be captured (as the baseline itself would then be timed)."""
     call = _execute(mm, sets, algorithms[i], harness.stream)
-    used = min(sets.n, SCREEN_SETS)
     kw = dict(mode="screening", launches=max(3, used), sets=used, replays=SCREEN_REPLAYS, stream=harness.stream,
               clock=harness.clock)
     try:
@@ -101,8 +100,8 @@ def _execute(mm, sets, algorithm, stream) -> Callable[[int], object]:
     def call(i: int) -> None:
         mm.reset_operands(a=sets.A[i], b=sets.B[i], stream=stream)
         outs[i % 2] = mm.execute(algorithm=algorithm, stream=stream)  # keep the last results alive while written
-    call.matmul = mm  # type: ignore[attr-defined]
     call.algorithm = algorithm  # type: ignore[attr-defined]
+    call.outs = outs  # type: ignore[attr-defined]  # call(i)'s result is outs[i % 2] (nvmath returns it)
     return call
 
 
@@ -153,7 +152,7 @@ def _check(harness, sets, lib: str, call) -> str:
     with torch.cuda.stream(harness.stream):
         sets.C[0].fill_(float("nan"))
         call(0)
-        out = sets.C[0] if lib == "torch" else call.matmul.execute(algorithm=call.algorithm, stream=harness.stream)
+        out = sets.C[0] if lib == "torch" else call.outs[0]
         return verdict(error_stats(out.float(), reference(sets.A[0], sets.B[0]))) or ""
 
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 class Screening:
     """Algorithm indices by screening time, fastest first, and what could not be screened."""
     order: list[int]
-    times_ms: dict[int, float]
     failed: dict[int, str] = field(default_factory=dict)  # index -> the error's type and first line
 
     def summary(self, total: int) -> str:
@@ -54,7 +53,7 @@ def screen(count: int, time_one: Callable[[int], float]) -> Screening:
             times[i] = float(ms)
         else:
             failed[i] = f"no time ({ms!r})"
-    return Screening(sorted(times, key=lambda i: (times[i], i)), times, failed)
+    return Screening(sorted(times, key=lambda i: (times[i], i)), failed)
 
 
 def first_correct(order: list[int], check: Callable[[int], str]) -> tuple[int | None, dict[int, str]]:

@@ -61,10 +61,11 @@ def _column_labels(names: list[str]) -> tuple[list[str], bool]:
 
 
 def run_bench(c: EvoConfig, raw=None) -> list[dict]:
+    listed = build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
     elite = archive_bests(c.kernels_of) if c.kernels_of else {}
     if elite and c.shapes.name == "inline":
-        elite = _listed_of(elite, build_shape_set(listed=c.shapes.list, grid=c.shapes.grid), c.kernels_of)
-    shapes = sorted(elite) if elite else build_shape_set(listed=c.shapes.list, grid=c.shapes.grid)
+        elite = _listed_of(elite, listed, c.kernels_of)
+    shapes = sorted(elite) if elite else listed
     kernels = load_kernels(c.kernels)
     kernel_names = [k.params["file"] for k in kernels] + ([ELITE] if elite else [])
     with recorded_session(c, kind="bench", raw_config=as_dict(raw, fallback=c)) as s:
