@@ -670,20 +670,26 @@ def test_the_shortlist_deepens_only_split_k_over_l2_with_small_stages():
     ran 4.5% faster than with 5), 6 with 24 KB stages (64x128, 128x64) where K >= 8192 (1.3% faster than
     5), 5 with other larger stages or over a cluster; no split takes up to 7.
     Deeper pipelines (up to 16) come only as a variant right after a pick with small stages and work
-    items of at least 64 k-steps, never in its place."""
-    from evo.families.hopper import _deep_beside
+    items of at least 64 k-steps (16 without a cluster split), never in its place."""
+    from evo.families.hopper import _deep_beside, _transposed_beside
     fam = FAMILIES["hopper"]
-    seen, variants = set(), 0
+    seen, variants, short_items = set(), 0, 0
     for shape in ((64, 4096, 4096), (256, 1024, 16384), (197, 768, 3072), (77, 4096, 4096), (4096, 4096, 4096)):
         k_tiles = -(-shape[2] // 64)
         picks = fam.suggest(*shape, limit=64)
-        for i, p in enumerate(picks):
-            if i and p == _deep_beside(picks[i - 1], k_tiles):
-                base = picks[i - 1]
+        base = None  # the last pick that is not a variant of the one before it
+        for p in picks:
+            if base is not None and p in _transposed_beside(base, shape[0]):
+                continue  # at p's stages, as measured (test_the_shortlist_offers_transposed_tiles_where_none_are)
+            if base is not None and p == _deep_beside(base, k_tiles):
                 assert p["STAGES"] > 7 and base["BM"] + base["BN"] <= 160, (shape, p)
-                assert k_tiles // max(1, base["SPLIT_K"]) >= 64 and fam.problem(dict(p, STAGES=p["STAGES"] + 1))
+                steps = k_tiles // max(1, base["SPLIT_K"])
+                assert steps >= 64 or (steps >= 16 and not base["SPLIT_CLUSTER"]), (shape, base)
+                assert fam.problem(dict(p, STAGES=p["STAGES"] + 1))
+                short_items += steps < 64
                 variants += 1
                 continue
+            base = p
             assert p["STAGES"] <= 7, (shape, p)  # deeper only as a variant
             over_l2 = p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"]
             small = p["BM"] + p["BN"] <= 160
@@ -698,7 +704,31 @@ def test_the_shortlist_deepens_only_split_k_over_l2_with_small_stages():
     assert (True, False, 0, 6) in seen  # 64x128 split-K over L2 on 256x1024x16384
     assert variants >= 3
     assert _deep_beside(dict(fam.default, BM=128, BN=128, STAGES=5, SPLIT_K=1), 64) is None  # 32 KB stages
-    assert _deep_beside(dict(fam.default, BM=64, BN=64, STAGES=5, SPLIT_K=2), 64) is None  # 32 k-steps an item
+    assert short_items >= 1  # a variant beside a pick of 16-63 k-steps an item
+    small = dict(fam.default, BM=64, BN=64, CONSUMERS=1, STAGES=5)
+    assert _deep_beside(dict(small, SPLIT_K=2), 64)["STAGES"] > 7  # 32 k-steps an item
+    assert _deep_beside(dict(small, SPLIT_K=8), 64) is None  # 8 k-steps an item
+    assert _deep_beside(dict(small, SPLIT_K=2, SPLIT_CLUSTER=1, PERSISTENT=0), 64) is None  # over a cluster
+
+
+def test_the_shortlist_offers_transposed_tiles_where_none_are():
+    """At M = 60 to 64 (where 64-row tiles pad less than any transposed tile would save, so `swapped_rows`
+    offers none), each plain 64-row pick is followed by itself as a transposed product of 32- and of
+    48-row tiles, other genes unchanged where valid; at other M, no such variants."""
+    from evo.families.hopper import _transposed_beside, swapped_rows
+    fam = FAMILIES["hopper"]
+    picks = fam.suggest(64, 1024, 1024, limit=64)
+    swapped = [j for j, b in enumerate(picks) if b["SWAP_AB"]]
+    assert swapped and {picks[j]["BM"] for j in swapped} == {32, 48}
+    for j in swapped:  # within three places after its pick (the pick, its deep variant, 32 rows, 48 rows)
+        b = picks[j]
+        assert any(a["BM"] == 64 and not a["SWAP_AB"] and b == dict(a, SWAP_AB=1, BM=b["BM"])
+                   for a in picks[max(0, j - 3):j]), b
+    assert _transposed_beside(dict(fam.default, BM=64, BN=128, CONSUMERS=1), 61) != []
+    for M in (48, 65, 257):  # other transposed picks are offered at 48; none beside at 65 or more
+        assert _transposed_beside(dict(fam.default, BM=64, BN=128, CONSUMERS=1), M) == []
+    assert swapped_rows(48) and not any(p["SWAP_AB"] for p in fam.suggest(128, 1024, 1024, limit=64))
+    assert _transposed_beside(dict(fam.default, BM=128, BN=128), 64) == []  # only 64-row picks
 
 
 def test_enumerating_with_a_growing_gene_gives_the_full_products_configurations():

@@ -381,22 +381,43 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
     while plain or swapped:
         take_swap = swapped and (len(merged) % 4 == 1 or not plain)
         merged.append((swapped if take_swap else plain).pop(0))
-    return [q for p in merged for q in (p, _deep_beside(p, k_tiles)) if q is not None]
+    return [q for p in merged for q in (p, _deep_beside(p, k_tiles), *_transposed_beside(p, M)) if q is not None]
 
 
 def _deep_beside(p: Params, k_tiles: int, deepest: int = 16) -> Params | None:
     """p with the deepest pipeline that fits up to `deepest` stages, offered right after p, where p's
     stages are small (BM + BN at most 160 rows of 64 k-values) and each work item runs at least 64
-    k-steps; else None. Measured on the H200 as pairs (benchmarks/session14, run_c): such picks ran
-    1.066x with the deepest pipeline (71 pairs, 11 slower by 2%), so the variant goes beside its pick
-    rather than in its place. As a shortlist of 24 (benchmarks/session15, main's list and this one
-    timed side by side), it raised grid125 from 0.960 to 0.962 of the best library and the 38
-    llm_layers shapes where the lists differ (of 42; the time budget cut 4) from 0.988 to 0.994,
-    and lowered none (64x4096x4096 0.885 -> 0.961, 129x4096x4096 1.040 -> 1.180). The library runs
-    13-16 stages on such shapes (cuBLAS under ncu, benchmarks/session14)."""
-    if p["BM"] + p["BN"] > 160 or k_tiles // max(1, p["SPLIT_K"]) < 64:
+    k-steps, or 16 to 63 without a cluster split; else None. Measured on the H200 as pairs
+    (benchmarks/session14, run_c): picks of at least 64 k-steps ran 1.066x with the deepest pipeline
+    (71 pairs, 11 slower by 2%), so the variant goes beside its pick rather than in its place. As a
+    shortlist of 24 (benchmarks/session15, main's list and this one timed side by side), it raised
+    grid125 from 0.960 to 0.962 of the best library and the 38 llm_layers shapes where the lists differ
+    (of 42; the time budget cut 4) from 0.988 to 0.994, and lowered none (64x4096x4096 0.885 -> 0.961,
+    129x4096x4096 1.040 -> 1.180). The library runs 13-16 stages on such shapes (cuBLAS under ncu,
+    benchmarks/session14). Items of 16-63 k-steps (benchmarks/session21, gap_ab.py, rule written first):
+    1.015x (25 pairs, grid125) and 1.046x (44 pairs, llm_layers, down to 0.83); beside the 24 picks it
+    beat the shape's best by 2% on 9 and 4 shapes, and as the shortlist of 24 it makes, the best
+    measured member rose 0.8% (grid125) and 1.0% (llm_layers) and fell on none."""
+    steps = k_tiles // max(1, p["SPLIT_K"])
+    if p["BM"] + p["BN"] > 160 or steps < 16 or (steps < 64 and p["SPLIT_CLUSTER"]):
         return None
     return deepest_fitting(p, deepest, p["STAGES"] + 1)
+
+
+def _transposed_beside(p: Params, M: int) -> list[Params]:
+    """p as a transposed product of 32- and of 48-row tiles, offered right after p, where p is a plain
+    product of 64-row tiles and M fits one such tile with less padding than a transposed tile would save
+    (`swapped_rows(M)` is empty, so no other transposed pick is offered: M = 60 to 64); else nothing.
+    The smaller tiles double the CTAs on shapes with few tiles. Measured on the H200 (benchmarks/session21,
+    gap_ab.py, rule written first, as variants of every plain 64-row pick at M <= 64): on grid125's 25
+    M = 64 shapes they beat the shape's best of 24 picks by 2% on 12 (up to 10.5%, 64x64x4096), and as the
+    shortlist of 24 they make, the best measured member rose 1.6% (one shape lost 3.5%: 64x1024x4096,
+    picks pushed out of the 24). On llm_layers they won nowhere (29 shapes, most of them M < 60, where
+    transposed picks were already offered), so they are offered only where none are (a narrowing chosen
+    after the run: 1.000 on llm_layers, none lower)."""
+    if M > 64 or swapped_rows(M) or p["SWAP_AB"] or p["BM"] != 64:
+        return []
+    return [q for bm in (32, 48) if _problem(q := dict(p, SWAP_AB=1, BM=bm)) is None]
 
 
 def swapped_rows(M: int) -> list[int]:
