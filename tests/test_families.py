@@ -712,7 +712,7 @@ def test_the_shortlist_deepens_only_split_k_over_l2_with_small_stages():
 
 
 def test_the_shortlist_offers_transposed_tiles_where_none_are():
-    """At M = 60 to 64 (where 64-row tiles pad less than any transposed tile would save, so `swapped_rows`
+    """At M = 57 to 64 (where 64-row tiles pad less than any transposed tile would save, so `swapped_rows`
     offers none), each plain 64-row pick is followed by itself as a transposed product of 32- and of
     48-row tiles, other genes unchanged where valid; at other M, no such variants."""
     from evo.families.hopper import _transposed_beside, swapped_rows
@@ -724,9 +724,9 @@ def test_the_shortlist_offers_transposed_tiles_where_none_are():
         b = picks[j]
         assert any(a["BM"] == 64 and not a["SWAP_AB"] and b == dict(a, SWAP_AB=1, BM=b["BM"])
                    for a in picks[max(0, j - 3):j]), b
-    assert _transposed_beside(dict(fam.default, BM=64, BN=128, CONSUMERS=1), 61) != []
-    for M in (48, 65, 257):  # other transposed picks are offered at 48; none beside at 65 or more
-        assert _transposed_beside(dict(fam.default, BM=64, BN=128, CONSUMERS=1), M) == []
+    plain = dict(fam.default, BM=64, BN=128, CONSUMERS=1)
+    assert [M for M in range(1, 300) if _transposed_beside(plain, M)] == list(range(57, 65))
+    assert not swapped_rows(57) and swapped_rows(56)  # the boundary is swapped_rows' own
     assert swapped_rows(48) and not any(p["SWAP_AB"] for p in fam.suggest(128, 1024, 1024, limit=64))
     assert _transposed_beside(dict(fam.default, BM=128, BN=128), 64) == []  # only 64-row picks
 

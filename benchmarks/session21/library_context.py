@@ -1,11 +1,12 @@
-"""Session 21: why do the libraries' times depend on the run they are timed in? Across the archives of
-sessions 16-21 (`torch_across_runs.txt`) torch reads in two modes on 14 of 213 shapes, a constant
-0.3-0.4 us apart on small shapes and about 1 us on split-K ones (256x256x4096: 7.1 or 8.0-8.1 us), both
-cuBLASLt rows moving with it, while evo's kernels on the same shapes read the same in both runs (961
-kernel-shape pairs of the grid125 sweep and the gap run: 0.999 geomean; 64x64x256 libraries 2.63 against
-2.96 us, its 24 kernels within 1%). Each run configuration repeats its mode: a libraries-only `evo bench`
-of [64x64x256, 4096x1024x256, 64x256x16384, 256x256x4096, 64x1024x256, 64x256x1024] reads 256x256x4096
-slow in sessions 20 and 21 (8.07, 8.13 us), a standalone graph of torch reads it fast (7.1 us).
+"""Session 21: why do timings depend on the run they are timed in? Across the archives of sessions 16-21
+(`torch_across_runs.txt`) torch reads in two modes on at least 14 of 213 shapes, a constant 0.3-0.45 us
+apart on small shapes and about 1 us on split-K ones (256x256x4096: 7.1 or 8.0-8.1 us), both cuBLASLt
+rows moving with it. evo's kernels mostly read the same in both runs (961 kernel-shape pairs of the
+grid125 sweep and the gap run: 0.999 geomean, 13 beyond 5% by the same constant; on 64x64x256 the
+libraries read 2.63 against 2.96 us, 23 of its 24 kernels within 1%). Most run configurations repeat
+their mode: a libraries-only `evo bench` of [64x64x256, 4096x1024x256, 64x256x16384, 256x256x4096,
+64x1024x256, 64x256x1024] reads 256x256x4096 slow in sessions 20 and 21 (8.07, 8.13 us), a standalone
+graph of torch reads it fast (7.1 us).
 
 Here, in one process, on the GPU machine with evo installed:
 1. torch as a plain graph over the timing sets on each of those shapes, before anything else;
@@ -16,7 +17,9 @@ Here, in one process, on the GPU machine with evo installed:
 4. torch's CUDA kernels per call under torch.profiler (names, launches per call, mean duration) on
    256x256x4096 and 64x64x256 now, to compare between the modes (an extra kernel or launch per call?);
 5. torch sealed on five allocations of each shape kept alive at once (each behind a padding allocation),
-   then on the first allocation again: different times on different allocations point at placement.
+   then on the first allocation again: different times on different allocations point at placement;
+6. step 3 again, later in the same process: a shape in the other mode means a later measurement is a
+   new draw (then a sweep can time each library at several moments and keep the fastest).
 
     python benchmarks/session21/library_context.py
 """
@@ -82,11 +85,7 @@ def main() -> None:
     peaks = gpu_baselines.peaks(h)
     print(f"peaks measured: {peaks}", flush=True)
     graphs(h, "2 after peaks")
-    for M, N, K in BENCH_ORDER:
-        for r in gpu_baselines.measure(h, M, N, K, LIBRARIES, ["rotating"], REQ, lambda s: None):
-            t = f"{r.timing.median_ms * 1e3:6.2f} us" if r.timing else r.error[:80]
-            print(f"[3 as a worker] {M}x{N}x{K} {r.library:<20} {t}  {r.detail[:90]}", flush=True)
-        torch.cuda.empty_cache()
+    as_a_worker(h, "3 as a worker")
     for shape in ((256, 256, 4096), (64, 64, 256)):
         kernels_per_call(h, *shape, "4 profiler")
     rng = random.Random(0)
@@ -101,6 +100,15 @@ def main() -> None:
         print(f"[5 placement] {M}x{N}x{K} allocation 0 again sealed {sealed_us(kept[0][1]):6.2f} us  "
               f"graph {graph_us(h, kept[0][1]):6.2f} us", flush=True)
         del kept, pad, sets
+        torch.cuda.empty_cache()
+    as_a_worker(h, "6 as a worker again, later")
+
+
+def as_a_worker(h, label: str) -> None:
+    for M, N, K in BENCH_ORDER:
+        for r in gpu_baselines.measure(h, M, N, K, LIBRARIES, ["rotating"], REQ, lambda s: None):
+            t = f"{r.timing.median_ms * 1e3:6.2f} us" if r.timing else r.error[:80]
+            print(f"[{label}] {M}x{N}x{K} {r.library:<20} {t}  {r.detail[:90]}", flush=True)
         torch.cuda.empty_cache()
 
 

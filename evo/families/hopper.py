@@ -407,14 +407,14 @@ def _deep_beside(p: Params, k_tiles: int, deepest: int = 16) -> Params | None:
 def _transposed_beside(p: Params, M: int) -> list[Params]:
     """p as a transposed product of 32- and of 48-row tiles, offered right after p, where p is a plain
     product of 64-row tiles and M fits one such tile with less padding than a transposed tile would save
-    (`swapped_rows(M)` is empty, so no other transposed pick is offered: M = 60 to 64); else nothing.
+    (`swapped_rows(M)` is empty, so no other transposed pick is offered: M = 57 to 64); else nothing.
     The smaller tiles double the CTAs on shapes with few tiles. Measured on the H200 (benchmarks/session21,
-    gap_ab.py, rule written first, as variants of every plain 64-row pick at M <= 64): on grid125's 25
-    M = 64 shapes they beat the shape's best of 24 picks by 2% on 12 (up to 10.5%, 64x64x4096), and as the
-    shortlist of 24 they make, the best measured member rose 1.6% (one shape lost 3.5%: 64x1024x4096,
-    picks pushed out of the 24). On llm_layers they won nowhere (29 shapes, most of them M < 60, where
-    transposed picks were already offered), so they are offered only where none are (a narrowing chosen
-    after the run: 1.000 on llm_layers, none lower)."""
+    gap_ab.py, rule written first, as variants of the first six hopper picks at M <= 64): on grid125's 25
+    M = 64 shapes they beat the shape's best of 24 picks by 2% on 12 (up to 10.5%, 64x64x4096), and the
+    shortlist of 24 they make has a best measured member 2.5% faster there (geomean; 64x1024x4096 3.5%
+    slower, picks pushed out of the 24). On llm_layers they won nowhere (29 shapes, most of them M < 57,
+    where transposed picks were already offered), so they are offered only where none are (a narrowing
+    chosen after the run, measured at M = 61 and 64 only: 1.002 on the 4 llm_layers shapes it touches)."""
     if M > 64 or swapped_rows(M) or p["SWAP_AB"] or p["BM"] != 64:
         return []
     return [q for bm in (32, 48) if _problem(q := dict(p, SWAP_AB=1, BM=bm)) is None]
