@@ -39,6 +39,8 @@ def test_quiet_sweep_still_prints_its_summary_table(tmp_path):
               "sweep.sample=shortlist", f"archive.path={tmp_path / 's.sqlite'}")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "geomean vs best lib" in out.stdout and "sweep [" not in out.stderr
+    # the ratio is a best of several kernel timings against one library timing: said beside the table
+    assert "fastest of up to 2 kernel timings" in out.stdout and f"kernels_of={tmp_path / 's.sqlite'}" in out.stdout
 
 
 def test_verbose_shows_debug_messages_from_the_workers(tmp_path):
