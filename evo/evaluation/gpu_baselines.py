@@ -5,8 +5,7 @@ the fastest of its planned algorithms as evo's own timer screens them ("autotune
 the same code (gpu_timing) on buffer sets built as a kernel's are (an allocation of their own), and
 checked against the fp32 reference once. The checks of a kernel's timing run for the libraries too,
 their verdicts unread: on an H200 with replays of 100 ms, torch.matmul timed without them ran at
-1490-1610 MHz on 8192^3 and
-16384x16384x4096, 6-11% slower than timed with them at 1955-1980 MHz
+1490-1610 MHz on 8192^3 and 16384x16384x4096, 6-11% slower than timed with them at 1955-1980 MHz
 (benchmarks/session15/duty_cycle.py), which flattered every kernel's ratio there.
 """
 from __future__ import annotations
