@@ -1,12 +1,13 @@
 """Session 21: why do timings depend on the run they are timed in? Across the archives of sessions 16-21
 (`torch_across_runs.txt`) torch reads in two modes on at least 14 of 213 shapes, a constant 0.3-0.45 us
 apart on small shapes and about 1 us on split-K ones (256x256x4096: 7.1 or 8.0-8.1 us), both cuBLASLt
-rows moving with it. evo's kernels mostly read the same in both runs (961 kernel-shape pairs of the
-grid125 sweep and the gap run: 0.999 geomean, 13 beyond 5% by the same constant; on 64x64x256 the
-libraries read 2.63 against 2.96 us, 23 of its 24 kernels within 1%). Most run configurations repeat
-their mode: a libraries-only `evo bench` of [64x64x256, 4096x1024x256, 64x256x16384, 256x256x4096,
-64x1024x256, 64x256x1024] reads 256x256x4096 slow in sessions 20 and 21 (8.07, 8.13 us), a standalone
-graph of torch reads it fast (7.1 us).
+rows moving with it. evo's kernels show the same shift drawn per evaluation: between llm_layers' sweep and
+gap run, 423 of 911 kernel-shape pairs read over 0.25 us slower, shifted and unshifted kernels alternating
+within a shape, while the libraries did not move (grid125's two runs: 13 of 961 pairs). Each evaluation
+allocates its timing sets afresh (the worker empties torch's cache after each), so where they land is the
+first suspect (step 5). Most run configurations repeat their mode: a libraries-only `evo bench` of
+[64x64x256, 4096x1024x256, 64x256x16384, 256x256x4096, 64x1024x256, 64x256x1024] reads 256x256x4096 slow
+in sessions 20 and 21 (8.07, 8.13 us), a standalone graph of torch reads it fast (7.1 us).
 
 Here, in one process, on the GPU machine with evo installed:
 1. torch as a plain graph over the timing sets on each of those shapes, before anything else;

@@ -396,8 +396,9 @@ def _deep_beside(p: Params, k_tiles: int, deepest: int = 16) -> Params | None:
     129x4096x4096 1.040 -> 1.180). The library runs 13-16 stages on such shapes (cuBLAS under ncu,
     benchmarks/session14). Items of 16-63 k-steps (benchmarks/session21, gap_ab.py, rule written first):
     1.015x (25 pairs, grid125) and 1.046x (44 pairs, llm_layers, down to 0.83); beside the 24 picks it
-    beat the shape's best by 2% on 9 and 4 shapes, and as the shortlist of 24 it makes, the best
-    measured member rose 0.8% (grid125) and 1.0% (llm_layers) and fell on none."""
+    beat the shape's best by 2% on 9 and 4 shapes, and in the shortlist of 24 it makes, the best measured
+    member is 1.3% and 1.6% faster (geomean over the 26 and 25 measured shapes whose list it changes;
+    single evaluations) and slower on none."""
     steps = k_tiles // max(1, p["SPLIT_K"])
     if p["BM"] + p["BN"] > 160 or steps < 16 or (steps < 64 and p["SPLIT_CLUSTER"]):
         return None

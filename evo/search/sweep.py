@@ -158,8 +158,9 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
                  "library:\n"
                  + format_bucket_table(summary), extra=RESULT)
         if c.sweep.budget > 1:
-            log.info(f"each shape's ratio is its fastest of up to {c.sweep.budget} kernel timings against one timing of "
-                     f"each library, which favours the kernels (docs/timing.md, known gaps); `evo bench "
+            log.info(f"each shape's ratio is its fastest of up to {c.sweep.budget} kernel timings against the one "
+                     f"stored timing of each library on that GPU, which favours the kernels (docs/timing.md, known "
+                     f"gaps); `evo bench "
                      f"kernels_of={c.archive.path}` times each shape's best again beside the libraries, one timing "
                      f"each", extra=RESULT)
         if failures:
