@@ -6,12 +6,19 @@
 # `evo bench` of torch alone on all of grid125 twice, shapes in order and reversed, compared shape by
 # shape with each other and with session 21's grid125 sweep (context_compare.py).
 # Into $OUT/library_context.tgz.
+# BACKEND=simulated runs the benches and the comparison on the CPU (a dry run: modelled times, no
+# library_context.py, which needs the GPU).
 #   OUT=/some/folder bash benchmarks/session21/next_library_context.sh
-. benchmarks/device_common.sh
-device_setup
+set -uo pipefail
+OUT=${OUT:?}
+BACKEND=${BACKEND:-gpu}
+REPO=$PWD
+if [ "$BACKEND" = gpu ]; then . benchmarks/device_common.sh; device_setup; fi
 R=/tmp/libctx && rm -rf $R && mkdir -p $R
-(cd /tmp && timeout 200 python3 "$REPO/benchmarks/session21/library_context.py") > $R/library_context.txt 2>&1
-tail -60 $R/library_context.txt
+if [ "$BACKEND" = gpu ]; then
+  (cd /tmp && timeout 200 python3 "$REPO/benchmarks/session21/library_context.py") > $R/library_context.txt 2>&1
+  tail -60 $R/library_context.txt
+fi
 xz -dc benchmarks/session21/grid125/grid125.sqlite.xz > $R/sweep.sqlite
 LIST=$(python3 -c "
 import sys; sys.path.insert(0, 'benchmarks/session14')
@@ -21,12 +28,14 @@ print(','.join(s if sys.argv[1] == 'fwd' else s[::-1]))" fwd)
 REV=$(python3 -c "print(','.join('$LIST'.split(',')[::-1]))")
 for order in fwd rev; do
   L=$([ $order = fwd ] && echo "$LIST" || echo "$REV")
-  (cd $R && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout -s INT 150 python3 -m evo bench shapes=inline \
+  (cd $R && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout -s INT 150 python3 -m evo bench \
+    evaluator=$([ "$BACKEND" = gpu ] && echo gpu || echo simulated) shapes=inline \
     "shapes.list=[$L]" 'evaluator.libraries=[torch]' evaluator.replays=3 evaluator.target_replay_ms=10 \
     search.progress=false archive.path=$R/bench_$order.sqlite) > $R/bench_$order.log 2>&1
   tail -3 $R/bench_$order.log
 done
-python3 benchmarks/session21/context_compare.py sweep=$R/sweep.sqlite fwd=$R/bench_fwd.sqlite rev=$R/bench_rev.sqlite \
-  | tee $R/context_compare.txt
-device_done; cp "$OUT/gpu.txt" $R/
+{ [ "$BACKEND" = gpu ] || echo "SIMULATED (the CPU test double's modelled times, not measurements)"
+  python3 benchmarks/session21/context_compare.py sweep=$R/sweep.sqlite fwd=$R/bench_fwd.sqlite rev=$R/bench_rev.sqlite
+} | tee $R/context_compare.txt
+if [ "$BACKEND" = gpu ]; then device_done; cp "$OUT/gpu.txt" $R/; fi
 rm -f $R/sweep.sqlite && xz -9 $R/*.sqlite; tar -czf "$OUT/library_context.tgz" -C /tmp libctx
