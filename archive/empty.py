@@ -16,7 +16,12 @@ def run_label(run: dict) -> str:
 
 def other_run_with_kernels(a: Archive, run_id: int) -> dict | None:
     """The most recent run other than `run_id` whose cells hold a kernel."""
-    return next((r for r in reversed(a.runs()) if r["id"] != run_id and r["cells"]), None)
+    return next(iter(other_runs_with_kernels(a, run_id)), None)
+
+
+def other_runs_with_kernels(a: Archive, run_id: int) -> list[dict]:
+    """Every run other than `run_id` whose cells hold a kernel, most recent first."""
+    return [r for r in reversed(a.runs()) if r["id"] != run_id and r["cells"]]
 
 
 def no_kernels(a: Archive, run: dict, command: str) -> str:
@@ -25,9 +30,11 @@ def no_kernels(a: Archive, run: dict, command: str) -> str:
     why = NO_CELLS.get(run.get("kind") or "")
     if why:
         text += f": {why}"
-    other = other_run_with_kernels(a, run["id"])
-    if other:
-        text += f"; {run_label(other)} has {other['cells']}: evo {command} {a.path} --run {other['id']}"
+    others = other_runs_with_kernels(a, run["id"])
+    if others:
+        text += f"; {run_label(others[0])} has {others[0]['cells']}: evo {command} {a.path} --run {others[0]['id']}"
+    if len(others) > 1:
+        text += " (also " + ", ".join(f"{run_label(r)} with {r['cells']}" for r in others[1:]) + ")"
     return text
 
 

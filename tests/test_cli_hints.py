@@ -11,6 +11,7 @@ from evo.core.errors import EvoError
 from evo.export import export
 from evo.search import run_search
 from evo.search.bench import run_bench
+from evo.search.sweep import run_sweep
 from tests.cli_helpers import evo_cli
 
 SMALL = ["evaluator=simulated", "llm=none", "shapes=inline", "shapes.list=[64x64x64]", "search.max_evaluations=6",
@@ -44,6 +45,19 @@ def test_elites_of_a_bench_name_the_run_and_the_run_that_has_kernels(search_then
                               f"run 1 (search) has 1: evo archive elites {search_then_bench} --run 1")
     with pytest.raises(EvoError, match=r"nothing to export: no kernels in run 2 \(bench\) .* --run 1$"):
         export(str(search_then_bench), str(search_then_bench.parent / "none"), with_cubins=False)
+
+
+def test_a_run_without_kernels_names_every_run_that_has_some(tmp_path, capsys):
+    """A search, a sweep and a bench into one archive (as `evo run`, `evo sweep`, `evo bench` all default
+    to the same file): the bench's empty answer points at the sweep and names the search too."""
+    path = tmp_path / "three.sqlite"
+    run_search(*compose(SMALL + [f"archive.path={path}"]))
+    run_sweep(*compose(SMALL + ["sweep.budget=2", "sweep.sample=shortlist", f"archive.path={path}"]))
+    run_bench(*compose(SMALL + [f"archive.path={path}"]))
+    code, stdout, _ = evo_cli(capsys, "archive", "elites", str(path))
+    assert code == 0
+    assert stdout.strip() == (f"no kernels in run 3 (bench) of {path}: a bench fills no cells; run 2 (sweep) has 1: "
+                              f"evo archive elites {path} --run 2 (also run 1 (search) with 1)")
 
 
 def test_empty_failures_and_llm_tables_say_what_is_empty_and_why(search_then_bench, capsys):

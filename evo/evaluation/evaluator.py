@@ -62,8 +62,8 @@ class Evaluator:
 
     # ---- setup ----------------------------------------------------------------------------
     def start(self) -> Evaluator:
-        log.info("kernels whose PTX waits for the grid before it first are timed as programmatic dependent "
-                 "launches, as evo.dispatch runs them (evaluator.pdl=true; docs/timing.md)" if self.cfg.pdl else
+        log.info("kernels whose PTX first waits for the kernel launched before them are timed as programmatic "
+                 "dependent launches, as evo.dispatch runs them (evaluator.pdl=true; docs/timing.md)" if self.cfg.pdl else
                  "evaluator.pdl=false: every kernel is timed as a plain launch (not as evo.dispatch runs it in "
                  "PyTorch; docs/timing.md)")
         self.pool.start()

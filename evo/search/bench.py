@@ -97,7 +97,7 @@ def run_bench(c: EvoConfig, raw=None) -> list[dict]:
         rows = bench_rows(c, timed, peaks, libs, kernels, elite, kernel_times)
         title = (f"interrupted: the {len(timed)} of {len(shapes)} shapes whose libraries were timed, with "
                  f"{len(kernel_times)} of {len(pairs)} kernel timings" if interrupted else
-                 f"libraries{' and kernels' if pairs else ''} on {len(shapes)} shapes")
+                 f"libraries{' and kernels' if pairs else ''} on {len(shapes)} shape{'s' * (len(shapes) != 1)}")
         log.info(simulated_note(c.evaluator.backend) + title + "\n" + format_bench(rows, c.evaluator.libraries, kernel_names),
                  extra=RESULT)
         s.archive.put_state(s.run_id, "bench_rows", rows)

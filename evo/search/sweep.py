@@ -125,7 +125,7 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
         pairs = [(plans[shape][rank], shape) for rank in range(c.sweep.budget) for shape in shapes
                  if rank < len(plans[shape])]
         log.info(f"sweep of {', '.join(families)} ({c.sweep.sample}, {c.sweep.budget} per shape): "
-                 f"{len(pairs)} evaluations on {len(shapes)} shapes")
+                 f"{len(pairs)} evaluations on {len(shapes)} shape{'s' * (len(shapes) != 1)}")
         for cand, _ in pairs:  # compile everything ahead, on every core
             ev.prepare(cand)
         failures: dict[str, int] = defaultdict(int)
