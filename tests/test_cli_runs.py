@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from evo.archive import Archive
+from evo.core.records import Status
 
 SMALL = ["evaluator=simulated", "llm=none", "search.max_evaluations=6", "islands.n=1", "islands.population=2",
          "search.children_per_island=2", "shapes=inline", "shapes.list=[64x64x64]", "evaluator.timeout_s=20"]
@@ -24,6 +25,13 @@ def test_a_run_writes_its_log_beside_the_archive_with_worker_messages(tmp_path):
     assert "gen   0 |" in log and "evaluation budget reached" in log
     assert "MODELLED by the CPU test double" in log
     assert "gen   0 |" in out.stderr  # the terminal shows the same by default
+    # the progress line counts failed evaluations (by status) apart from operator uses without a new child
+    statuses = {str(s) for s in Status}
+    lines = [line for line in log.splitlines() if "| failed: " in line]
+    assert lines and all("| no new child from the operator: " in line for line in lines)
+    for line in lines:
+        failed = line.split("| failed: ")[1].split(" | ")[0]
+        assert failed == "none" or all(part.rsplit(" ", 1)[0] in statuses for part in failed.split(", ")), line
 
 
 def test_quiet_hides_progress_but_the_log_file_keeps_everything(tmp_path):

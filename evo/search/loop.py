@@ -670,12 +670,17 @@ class Search:
             by_bucket.setdefault(Shape(r["M"], r["N"], r["K"]).bucket, []).append(r["speedup"])
         rate = self.state.spent / self.state.elapsed_s if self.state.elapsed_s else 0
         best = "  ".join(f"{b}: {geomean(v):.2f}" for b, v in by_bucket.items() if geomean(v))
-        fails = ", ".join(f"{k} {v}" for k, v in self.state.failures.most_common(4)) or "none"
+        # evaluations that failed apart from operator uses that made no new child (docs/search.md, "Seeding")
+        statuses = {str(s) for s in Status}
+        failed = [(k, v) for k, v in self.state.failures.most_common() if k in statuses]
+        no_child = [(k, v) for k, v in self.state.failures.most_common() if k not in statuses]
+        fails = ", ".join(f"{k} {v}" for k, v in failed[:4]) or "none"
+        misses = ", ".join(f"{k} {v}" for k, v in no_child[:4]) or "none"
         sim = "SIMULATED " if self.c.evaluator.backend == "simulated" else ""
         log.info(f"{sim}gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
                  f"| {rate:.1f}/s | cells {len(rows)}/{len(self.shapes)} | geomean speedup by bucket: {best} "
-                 f"| failures: {fails} | repairs {self.state.repair_uses} (queued {len(self.state.repairs)}) "
-                 f"| raced {self.state.raced}")
+                 f"| failed: {fails} | no new child from the operator: {misses} "
+                 f"| repairs {self.state.repair_uses} (queued {len(self.state.repairs)}) | raced {self.state.raced}")
 
 
 def _prepare_families() -> None:
