@@ -671,11 +671,10 @@ class Search:
         rate = self.state.spent / self.state.elapsed_s if self.state.elapsed_s else 0
         best = "  ".join(f"{b}: {geomean(v):.2f}" for b, v in by_bucket.items() if geomean(v))
         # evaluations that failed apart from operator uses that made no new child (docs/search.md, "Seeding")
+        counts = self.state.failures.most_common()
         statuses = {str(s) for s in Status}
-        failed = [(k, v) for k, v in self.state.failures.most_common() if k in statuses]
-        no_child = [(k, v) for k, v in self.state.failures.most_common() if k not in statuses]
-        fails = ", ".join(f"{k} {v}" for k, v in failed[:4]) or "none"
-        misses = ", ".join(f"{k} {v}" for k, v in no_child[:4]) or "none"
+        fails = ", ".join(f"{k} {v}" for k, v in [kv for kv in counts if kv[0] in statuses][:4]) or "none"
+        misses = ", ".join(f"{k} {v}" for k, v in [kv for kv in counts if kv[0] not in statuses][:4]) or "none"
         sim = "SIMULATED " if self.c.evaluator.backend == "simulated" else ""
         log.info(f"{sim}gen {self.state.generation - 1:>3} | {self.state.spent}/{self.c.search.max_evaluations} evals "
                  f"| {rate:.1f}/s | cells {len(rows)}/{len(self.shapes)} | geomean speedup by bucket: {best} "
