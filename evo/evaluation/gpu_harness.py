@@ -31,6 +31,8 @@ class GpuHarness:
         torch.zeros(1, device="cuda")  # create torch's (primary) context first
         self.info = self._device_info()
         self.stream = torch.cuda.Stream()
+        # the health check's own element, allocated once: see healthy()
+        self._alive = torch.zeros(1, dtype=torch.int32, device="cuda")
         self.clock = ClockReader(self.info.uuid)
         self.info = DeviceInfo(**{**self.info.__dict__, "max_sm_clock_mhz": self.clock.max_mhz})
 
@@ -120,10 +122,16 @@ class GpuHarness:
                                            launch=req.get("launch"))) from e
 
     def healthy(self) -> bool:
-        """Can this process still run GPU work? (False after a sticky fault.)"""
+        """Can this process still run GPU work? (False after a sticky fault.) One tiny kernel and copy on
+        the timing stream, on an element allocated at start-up. Not on the default stream with a fresh
+        tensor, as before session 22: that check, run before every job, put the worker's later graph
+        replays in a slower mode (about 0.3 us more per kernel, libraries and kernels alike, from its
+        fourth job on; benchmarks/session22)."""
         try:
             torch.cuda.synchronize()
-            return float(torch.ones(1, device="cuda").add_(1).item()) == 2.0
+            with torch.cuda.stream(self.stream):
+                self._alive.fill_(1).add_(1)
+                return int(self._alive.item()) == 2
         except Exception:
             return False
 
