@@ -262,14 +262,45 @@ class Evaluator:
 
         return Job(request, tag=(cand, shape, prepared), prepare=on_gpu)
 
+    def _library_request(self, shape: Shape, libraries: list[str]) -> dict:
+        return {"op": "evaluate", "shape": [shape.M, shape.N, shape.K], "cubin": None, "source": None, "launch": None,
+                "draws": 1, "modes": self.cfg.modes, "replays": self.cfg.replays,
+                "target_replay_ms": self.cfg.target_replay_ms, "server_gap_ms": list(self.cfg.server_gap_ms),
+                "libraries": libraries}
+
     def measure_libraries(self, shapes: Iterable[Shape]) -> Iterator[tuple[Shape, list[LibraryResult]]]:
         """Time the libraries alone (evo bench): one job per shape, spread over the GPUs."""
-        jobs = [Job({"op": "evaluate", "shape": [s.M, s.N, s.K], "cubin": None, "source": None, "launch": None,
-                     "draws": 1, "modes": self.cfg.modes, "replays": self.cfg.replays,
-                     "target_replay_ms": self.cfg.target_replay_ms, "server_gap_ms": list(self.cfg.server_gap_ms),
-                     "libraries": list(self.cfg.libraries)}, tag=s) for s in shapes]
+        jobs = [Job(self._library_request(s, list(self.cfg.libraries)), tag=s) for s in shapes]
         for job, reply in self.pool.run(jobs):
             yield job.tag, self._store_libraries(reply, job.tag)
+
+    def shapes_without_libraries(self, shapes: Iterable[Shape]) -> list[Shape]:
+        """The shapes on which some GPU of the pool lacks a timing of some library (none when
+        `libraries` is empty, or on a resumed run whose archive has them all)."""
+        keys = [info.key for info in self.pool.infos]
+        return [s for s in shapes if any(self._missing_libraries(k, s) for k in keys)]
+
+    def time_libraries_first(self, shapes: Iterable[Shape], on_shape: Callable[[Shape], None] | None = None) -> int:
+        """Time the libraries on every GPU of the pool, for each shape that has no timing there yet, before
+        any kernel runs (library-only jobs, as `evo bench` runs them); a later kernel job then carries none.
+        Why first: in session 22 a worker that had evaluated kernels read the libraries up to 13% slower on
+        small shapes (about 0.3 us more per kernel) than a fresh worker does, or a user's process; what
+        causes it is not known yet (docs/timing.md, "Two launch modes"). Returns the (shape, GPU) pairs
+        timed. A GPU that joins a cluster later times them with its first kernel on each shape, as before."""
+        devices = list(zip(self.pool.devices, self.pool.infos))
+        timed = 0
+        for shape in shapes:
+            missing = {d: self._missing_libraries(info.key, shape) for d, info in devices}
+            missing = {d: libs for d, libs in missing.items() if libs}
+            if not missing:
+                continue
+            libraries = [lib for lib in self.cfg.libraries if any(lib in libs for libs in missing.values())]
+            for reply in self.pool.call_each(self._library_request(shape, libraries), list(missing)).values():
+                self._store_libraries(reply, shape, keep_known=True)  # a GPU that had some keeps them
+                timed += 1
+            if on_shape is not None:
+                on_shape(shape)
+        return timed
 
     def _early_failure(self, p: Prepared, shape: Shape) -> Evaluation | None:
         if p.status is not None:

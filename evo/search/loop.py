@@ -46,6 +46,7 @@ from evo.mutators.rewards import reward, reward_without_child
 from evo.mutators.structural import FIND_GAIN, OPERATORS, config_key, gene_change, remember
 from evo.search.allocation import ShapeAllocator
 from evo.search.cost_model import MIN_ROWS, CostModel, Prior, features, screen
+from evo.search.libraries_first import time_libraries_first
 from evo.search.overlap import in_background
 from evo.search.state import Plan, SearchState
 from evo.search.sweep import plan as shortlist
@@ -272,6 +273,7 @@ class Search:
         for _, cand, _ in seeds:
             self.candidates[cand.id] = cand
             self.ev.prepare(cand)
+        time_libraries_first(self.ev, self.shapes, progress=self.c.search.progress)  # while the seeds compile
         island_of = {cand.id: isl.index for isl, cand, _ in seeds}
         results = self._evaluate([(c, s) for _, c, s in seeds], island_of=island_of)
         observed = set()
@@ -648,6 +650,8 @@ class Search:
         # the families' tables of valid genomes, which the first repair needs (hopper's take seconds to
         # build), are built while the seeds are compiled and timed, not when the loop first waits on them
         threading.Thread(target=_prepare_families, name="evo-prepare-families", daemon=True).start()
+        if self.state.generation > 0:  # resumed: any shape whose libraries the first session did not time
+            time_libraries_first(self.ev, self.shapes, progress=self.c.search.progress)
         if self.state.generation == 0:
             log.info(f"seeding {len(self.islands)} island(s) x {self.c.islands.population} on {len(self.shapes)} shapes")
             self.initialize()

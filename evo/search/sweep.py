@@ -25,6 +25,7 @@ from evo.core.signals import stop_signals_held
 from evo.core.summary import bucket_table
 from evo.families import FAMILIES
 from evo.search.cost_model import CostModel, features
+from evo.search.libraries_first import time_libraries_first
 from evo.search.progress import Progress
 from evo.search.session import recorded_session
 
@@ -128,6 +129,7 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
                  f"{len(pairs)} evaluations on {len(shapes)} shape{'s' * (len(shapes) != 1)}")
         for cand, _ in pairs:  # compile everything ahead, on every core
             ev.prepare(cand)
+        time_libraries_first(ev, shapes, progress=c.search.progress)  # on the GPU while those compile
         failures: dict[str, int] = defaultdict(int)
         kept_out = 0  # correct, but timed on a throttled GPU: not in the cells
         raced = 0  # timed with one replay: far slower than the shape's fastest so far

@@ -1,0 +1,137 @@
+"""The libraries are timed on every shape and GPU before a run's first kernel (library-only jobs), so
+that a kernel's job carries none. Session 22 measured why: a worker that had evaluated kernels read the
+libraries up to 13% slower on small shapes than a fresh one. Simulated evaluator, real nvcc."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from evo.archive import Archive
+from evo.config import EvaluatorConfig
+from evo.core.shapes import Shape
+from evo.evaluation.evaluator import Evaluator
+from evo.evaluation.pool_api import make_pool
+from evo.families import FAMILIES
+
+SHAPES = [Shape(64, 64, 64), Shape(128, 64, 32)]
+
+
+class RecordingPool:
+    """A real (simulated) pool that notes every request as the worker receives it, in order."""
+
+    def __init__(self, inner):
+        self.inner, self.sent = inner, []
+
+    @property
+    def restarts(self):
+        return self.inner.restarts
+
+    def start(self):
+        self.inner.start()
+        return self
+
+    @property
+    def devices(self):
+        return self.inner.devices
+
+    @property
+    def infos(self):
+        return self.inner.infos
+
+    def call_each(self, request, devices=None):
+        for d in devices or self.devices:
+            if request.get("op") == "evaluate":  # not the peaks, measured at the start
+                self.sent.append((d, request))
+        return self.inner.call_each(request, devices)
+
+    def run(self, jobs):
+        def noted(jobs):
+            for job in jobs:
+                if job is not None:
+                    first = job.prepare
+
+                    def prepare(info, job=job, first=first):
+                        extra = first(info) if first else {}
+                        self.sent.append((None, {**job.request, **extra}))
+                        return extra
+                    job.prepare = prepare
+                yield job
+        return self.inner.run(noted(jobs))
+
+    def close(self):
+        self.inner.close()
+
+
+def evaluator(tmp_path, compile_cache, *, gpus=(), libraries=None, archive=None):
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=5, cache_dir=str(compile_cache), gpus=list(gpus))
+    if libraries is not None:
+        cfg.libraries = libraries
+    archive = archive or Archive.open(tmp_path / "a.sqlite")
+    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
+    pool = RecordingPool(make_pool(cfg))
+    return Evaluator(cfg, archive=archive, run_id=run, pool=pool).start(), pool
+
+
+def test_every_shape_gets_its_libraries_before_any_kernel_and_the_kernels_jobs_carry_none(tmp_path, compile_cache):
+    ev, pool = evaluator(tmp_path, compile_cache)
+    try:
+        assert ev.shapes_without_libraries(SHAPES) == SHAPES
+        assert ev.time_libraries_first(SHAPES) == 2
+        fam = FAMILIES["simt"]
+        pairs = [(fam.candidate(p), s) for p in fam.all_valid[:2] for s in SHAPES]
+        results = list(ev.evaluate(pairs))
+        assert all(e.ok and e.speedup for e in results)  # every kernel has its libraries to compare with
+        kinds = ["kernel" if msg.get("cubin") is not None else "libraries" for _, msg in pool.sent]
+        assert kinds == ["libraries"] * 2 + ["kernel"] * 4
+        assert all(not msg.get("libraries") for _, msg in pool.sent[2:])
+        assert [msg["shape"] for _, msg in pool.sent[:2]] == [[s.M, s.N, s.K] for s in SHAPES]
+        assert ev.time_libraries_first(SHAPES) == 0 and ev.shapes_without_libraries(SHAPES) == []
+    finally:
+        ev.close()
+
+
+def test_each_gpu_of_the_pool_times_them_on_each_shape(tmp_path, compile_cache):
+    ev, pool = evaluator(tmp_path, compile_cache, gpus=(0, 1))
+    try:
+        assert ev.time_libraries_first(SHAPES) == 4
+        for info in ev.devices:
+            for s in SHAPES:
+                assert set(ev.library_times(info.key, s, ev.cfg.mode)) == set(ev.cfg.libraries)
+        assert sorted(d for d, _ in pool.sent) == sorted(ev.pool.devices * 2)
+    finally:
+        ev.close()
+
+
+def test_only_the_missing_libraries_are_timed_and_the_known_ones_stand(tmp_path, compile_cache):
+    archive = Archive.open(tmp_path / "a.sqlite")
+    ev, _ = evaluator(tmp_path, compile_cache, libraries=["torch"], archive=archive)
+    try:
+        ev.time_libraries_first(SHAPES[:1])
+        gpu = ev.devices[0].key
+        torch_ms = ev.library_times(gpu, SHAPES[0], ev.cfg.mode)["torch"]
+    finally:
+        ev.close()
+    ev, pool = evaluator(tmp_path, compile_cache, libraries=["torch", "cublaslt_heuristic"], archive=archive)
+    try:
+        assert ev.shapes_without_libraries(SHAPES) == SHAPES  # the first lacks cuBLASLt, the second all
+        ev.time_libraries_first(SHAPES)
+        assert [msg["libraries"] for _, msg in pool.sent] == [["cublaslt_heuristic"], ["torch", "cublaslt_heuristic"]]
+        assert ev.library_times(gpu, SHAPES[0], ev.cfg.mode)["torch"] == torch_ms
+    finally:
+        ev.close()
+
+
+@pytest.mark.parametrize("command", ["sweep", "run"])
+def test_a_sweep_and_a_search_say_they_time_the_libraries_first_once_per_archive(tmp_path, command):
+    args = ["evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64,128x64x32]", f"archive.path={tmp_path / 'a.sqlite'}"]
+    args += (["sweep.budget=2", "sweep.sample=shortlist"] if command == "sweep" else
+             ["llm=none", "search.max_evaluations=8", "islands.n=1", "islands.population=2", "search.children_per_island=2"])
+    line = "timing the libraries (torch, cublaslt_heuristic, cublaslt_autotuned) on 2 shapes first"
+    first = subprocess.run([sys.executable, "-m", "evo", command, *args], capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert line in first.stderr
+    again = subprocess.run([sys.executable, "-m", "evo", command, *args], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "timing the libraries" not in again.stderr  # the archive has them for this GPU
