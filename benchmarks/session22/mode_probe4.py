@@ -17,6 +17,9 @@ times the libraries again. Printed per round: the libraries' best time per shape
   guarded_stream  the same, allocated on the harness's timing stream
   kernel_guarded_stream  as `kernel`, with the harness's correctness buffers allocated on its timing stream
   pool            the real worker (WorkerPool), kernel then libraries, as `kernel`
+  pool_first      the real worker as sweeps run it since session 22: each round the libraries alone
+                  (Evaluator.time_libraries_first), then the kernels, whose jobs carry none; do the
+                  libraries of rounds 1 and 2, after kernels ran, read slow again?
 
     python benchmarks/session22/mode_probe4.py [VARIANT ...]   (on the GPU machine, evo installed; from /tmp)
 PROBE_SIMULATED=1 runs the plumbing on the CPU test double (modelled times; no hooks run).
@@ -29,7 +32,7 @@ from dataclasses import asdict
 SHAPES = [(256, 256, 4096), (64, 1024, 256), (64, 256, 1024), (64, 64, 256)]
 ROUNDS = 3
 VARIANTS = ["libs", "kernel", "kernel_nopdl", "alloc_default", "kernel_default", "module", "guarded_default",
-            "guarded_stream", "kernel_guarded_stream", "pool"]
+            "guarded_stream", "kernel_guarded_stream", "pool", "pool_first"]
 SIMULATED = bool(os.environ.get("PROBE_SIMULATED"))
 
 
@@ -135,7 +138,7 @@ def run_variant(variant: str) -> None:
                           libraries=["torch", "cublaslt_heuristic"], pdl=variant != "kernel_nopdl",
                           cache_dir="/tmp/evo-cache")
     pool = None
-    if variant != "pool":
+    if not variant.startswith("pool"):
         if SIMULATED:
             from evo.evaluation.simulated import SimulatedHarness
             pool = InProcessPool(SimulatedHarness("sim0"), lambda h, msg: None)
@@ -146,7 +149,7 @@ def run_variant(variant: str) -> None:
                 on_stream(pool.h)
     ev = Evaluator(cfg, pool=pool).start()
     try:
-        with_kernel = variant in ("kernel", "kernel_nopdl", "kernel_guarded_stream", "pool")
+        with_kernel = variant in ("kernel", "kernel_nopdl", "kernel_guarded_stream", "pool", "pool_first")
         if pool is not None and not with_kernel and not SIMULATED:  # the kernel's module for `module`: compiled
             list(ev.evaluate([(cand, shapes[0])], measure_libraries=False, race=False))
             pool.before = hooks(variant, pool.seen[0] if pool.seen else None)
@@ -154,6 +157,8 @@ def run_variant(variant: str) -> None:
         for r in range(ROUNDS):
             ev._baselines.clear()  # noqa: SLF001 -- a probe: time the libraries again every round
             kernel_us = {}
+            if variant == "pool_first":
+                ev.time_libraries_first(shapes)
             if with_kernel:
                 for e in ev.evaluate([(cand, s) for s in shapes], race=False):
                     kernel_us[e.shape] = f"{e.time_ms * 1e3:6.2f}" if e.ok else e.status.value
