@@ -13,9 +13,11 @@ times the libraries again. Printed per round: the libraries' best time per shape
   kernel_default  library-only jobs; before each, one tiny kernel on the default stream (no allocation)
   module          library-only jobs; before each, the kernel's module loaded and unloaded
   guarded_default library-only jobs; before each, the correctness buffers allocated (on the default
-                  stream, as _evaluate_kernel allocates them), armed, read and freed
+                  stream, as _evaluate_kernel allocated them before session 22), armed, read and freed
   guarded_stream  the same, allocated on the harness's timing stream
-  kernel_guarded_stream  as `kernel`, with the harness's correctness buffers allocated on its timing stream
+  kernel_guarded_default  as `kernel`, with the harness's correctness buffers allocated on the default
+                  stream, as before session 22's last change (the harness now allocates them on its timing
+                  stream: if `kernel` reads fast and this slow, that change was the fix)
   pool            the real worker (WorkerPool), kernel then libraries, as `kernel`
   pool_first      the real worker as sweeps run it since session 22: each round the libraries alone
                   (Evaluator.time_libraries_first), then the kernels, whose jobs carry none; do the
@@ -32,7 +34,7 @@ from dataclasses import asdict
 SHAPES = [(256, 256, 4096), (64, 1024, 256), (64, 256, 1024), (64, 64, 256)]
 ROUNDS = 3
 VARIANTS = ["libs", "kernel", "kernel_nopdl", "alloc_default", "kernel_default", "module", "guarded_default",
-            "guarded_stream", "kernel_guarded_stream", "pool", "pool_first"]
+            "guarded_stream", "kernel_guarded_default", "pool", "pool_first"]
 SIMULATED = bool(os.environ.get("PROBE_SIMULATED"))
 
 
@@ -112,19 +114,19 @@ def hooks(variant: str, kernel_msg: dict | None):
     return lambda h, msg: None
 
 
-def on_stream(harness) -> None:
-    """The harness's correctness buffers allocated on its timing stream (a candidate fix, tried here)."""
+def on_default_stream() -> None:
+    """The harness's correctness buffers allocated on the default stream, as before session 22's change."""
     import torch
 
     import evo.evaluation.gpu_harness as gh
     plain = gh.Guarded
 
-    class GuardedOnStream(plain):
+    class GuardedOnDefaultStream(plain):
         def __init__(self, rows: int, cols: int):
-            with torch.cuda.stream(harness.stream):
+            with torch.cuda.stream(torch.cuda.default_stream()):
                 super().__init__(rows, cols)
 
-    gh.Guarded = GuardedOnStream
+    gh.Guarded = GuardedOnDefaultStream
 
 
 def run_variant(variant: str) -> None:
@@ -145,11 +147,11 @@ def run_variant(variant: str) -> None:
         else:
             from evo.evaluation.gpu_harness import GpuHarness
             pool = InProcessPool(GpuHarness(), lambda h, msg: None)
-            if variant == "kernel_guarded_stream":
-                on_stream(pool.h)
+            if variant == "kernel_guarded_default":
+                on_default_stream()
     ev = Evaluator(cfg, pool=pool).start()
     try:
-        with_kernel = variant in ("kernel", "kernel_nopdl", "kernel_guarded_stream", "pool", "pool_first")
+        with_kernel = variant in ("kernel", "kernel_nopdl", "kernel_guarded_default", "pool", "pool_first")
         if pool is not None and not with_kernel and not SIMULATED:  # the kernel's module for `module`: compiled
             list(ev.evaluate([(cand, shapes[0])], measure_libraries=False, race=False))
             pool.before = hooks(variant, pool.seen[0] if pool.seen else None)
