@@ -123,9 +123,9 @@ def test_the_autotuned_cublaslt_baseline_is_its_fastest_algorithm_under_evos_tim
 
 def test_a_worker_times_alike_from_its_first_job_to_its_twelfth(compile_cache):
     """The worker's check of its context before each job once ran a fresh tensor on the default stream;
-    from the third or fourth job on, every graph replay then ran about 0.3 us a kernel slower
-    (256x256x4096 in torch: 7.1 us, then 8.0; benchmarks/session22). The same shapes, six times each
-    in one worker, must read alike."""
+    from the third or fourth job on, every library timing then took about 0.33 us a call longer (1 us on
+    split-K shapes; 256x256x4096 in torch: 7.1 us, then 8.0; benchmarks/session22). The same shapes, six
+    times each in one worker, must read alike."""
     cfg = EvaluatorConfig(backend="gpu", replays=3, target_replay_ms=5, timeout_s=30, modes=["rotating"],
                           libraries=["torch"], cache_dir=str(compile_cache),
                           cluster=os.environ.get("EVO_TEST_CLUSTER") or None)

@@ -1,6 +1,6 @@
 """The libraries are timed on every shape and GPU before a run's first kernel (library-only jobs), so
 that a kernel's job carries none. Session 22 measured why: a worker that had evaluated kernels read the
-libraries up to 13% slower on small shapes than a fresh one. Simulated evaluator, real nvcc."""
+libraries up to 15% slower on small shapes than a fresh one. Simulated evaluator, real nvcc."""
 from __future__ import annotations
 
 import subprocess

@@ -283,10 +283,11 @@ class Evaluator:
     def time_libraries_first(self, shapes: Iterable[Shape], on_shape: Callable[[Shape], None] | None = None) -> int:
         """Time the libraries on every GPU of the pool, for each shape that has no timing there yet, before
         any kernel runs (library-only jobs, as `evo bench` runs them); a later kernel job then carries none.
-        Why first: in session 22 a worker that had evaluated kernels read the libraries up to 13% slower on
-        small shapes (about 0.3 us more per kernel) than a fresh worker does, or a user's process; what
-        causes it is not known yet (docs/timing.md, "Two launch modes"). Returns the (shape, GPU) pairs
-        timed. A GPU that joins a cluster later times them with its first kernel on each shape, as before."""
+        Why first: in session 22 a sweep's worker, after its first five jobs, took up to 15% longer for the
+        libraries on small shapes (about 0.33 us more per call, 1 us on split-K shapes) than a fresh worker or
+        a plain process did; what causes it there is not known yet (docs/timing.md, "Two launch modes").
+        Returns the (shape, GPU) pairs timed. A GPU that joins a cluster later times them with its first
+        kernel on each shape, as before."""
         devices = list(zip(self.pool.devices, self.pool.infos))
         timed = 0
         for shape in shapes:

@@ -125,8 +125,8 @@ class GpuHarness:
         """Can this process still run GPU work? (False after a sticky fault.) One tiny kernel and copy on
         the timing stream, on an element allocated at start-up. Not on the default stream with a fresh
         tensor, as before session 22: that check, run before every job, put the worker's later graph
-        replays in a slower mode (about 0.3 us more per kernel, libraries and kernels alike, from its
-        fourth job on; benchmarks/session22)."""
+        replays in a slower mode from its third or fourth job on (the libraries, all the probes timed, took
+        about 0.33 us more a call, 1 us on split-K shapes; benchmarks/session22)."""
         try:
             torch.cuda.synchronize()
             with torch.cuda.stream(self.stream):

@@ -3,7 +3,8 @@
 A sweep and a search call this once they have planned their work and started its compiles (which run
 on the CPU meanwhile). Library-only jobs in a worker that has not yet evaluated a kernel read the
 libraries as `evo bench` and a user's process do; timed beside a shape's first kernel, as before
-session 22, they read up to 13% slower on small shapes (docs/timing.md, "Two launch modes").
+session 22, they took up to 15% longer on small shapes once the worker had run a few jobs (docs/timing.md,
+"Two launch modes").
 """
 from __future__ import annotations
 
