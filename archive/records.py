@@ -78,19 +78,24 @@ def add_evaluation(a: Archive, e: Evaluation, *, run_id: int | None, operator: s
         "launch_json": json.dumps(e.launch) if e.launch else None, "created_at": now()})
 
 
-def put_baseline(a: Archive, gpu: str, backend: str, shape: Shape, lib: LibraryResult) -> None:
+def put_baseline(a: Archive, gpu: str, backend: str, shape: Shape, lib: LibraryResult, *, alone: bool = False) -> None:
+    """One library's timing (replacing the one stored for its GPU, backend, shape, mode and library);
+    `alone`: timed in a library-only job, not beside a kernel (schema v4)."""
     t = lib.timing
     a.insert("baselines", {
         "gpu": gpu, "backend": backend, "M": shape.M, "N": shape.N, "K": shape.K, "mode": lib.mode,
         "library": lib.library, "status": lib.status, "error": lib.error, "time_ms": t.median_ms if t else None,
         "spread": t.spread if t else None, "clock_mhz": t.clock_mhz if t else None,
-        "throttled": int(t.throttled) if t else None, "detail": lib.detail, "measured_at": now()}, replace=True)
+        "throttled": int(t.throttled) if t else None, "detail": lib.detail, "measured_at": now(),
+        "alone": int(alone)}, replace=True)
 
 
-def library_times(a: Archive, gpu: str, shape: Shape, mode: str, backend: str | None = None) -> dict[str, float]:
-    """Each library's time (ms) on one GPU, shape and timing mode (correct results only)."""
+def library_times(a: Archive, gpu: str, shape: Shape, mode: str, backend: str | None = None, *,
+                  alone: bool = False) -> dict[str, float]:
+    """Each library's time (ms) on one GPU, shape and timing mode (correct results only); with `alone`,
+    only those timed in library-only jobs."""
     sql = ("select library, time_ms from baselines where gpu = ? and M = ? and N = ? and K = ? and mode = ? "
-           "and status = 'ok'")
+           "and status = 'ok'" + (" and alone = 1" if alone else ""))
     params: list = [gpu, shape.M, shape.N, shape.K, mode]
     if backend is not None:
         sql += " and backend = ?"

@@ -91,10 +91,19 @@ def _v3_llm_calls(db: sqlite_utils.Database) -> None:
     db.execute("alter table llm_calls add column generation INTEGER")
 
 
+def _v4_libraries_alone(db: sqlite_utils.Database) -> None:
+    """Library timings say whether they were timed alone (`alone` = 1: a library-only job, in a worker
+    before its first kernel, as sweeps and searches time them since session 22) or beside a kernel (0, or
+    NULL for the timings of older archives): a worker that had evaluated kernels read the libraries up to
+    15% slower, so a sweep or search into such an archive times them again, alone (docs/timing.md)."""
+    db.execute("alter table baselines add column alone INTEGER")
+
+
 #: The registry: migration i (1-based) takes an archive from version i-1 to version i.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("core tables", _v1_core),
     ("library clocks and cell offers", _v2_clocks),
     ("llm call stop reasons, occurrences, parents and generations", _v3_llm_calls),
+    ("library timings say whether they were timed alone", _v4_libraries_alone),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -135,3 +135,86 @@ def test_a_sweep_and_a_search_say_they_time_the_libraries_first_once_per_archive
     again = subprocess.run([sys.executable, "-m", "evo", command, *args], capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "timing the libraries" not in again.stderr  # the archive has them for this GPU
+
+
+class FailingPool(RecordingPool):
+    """Library-only requests fail `fails` times (a reply without libraries, as after a hang), or raise
+    as a cluster that lost its worker does (`raises`); then they reach the real pool."""
+
+    def __init__(self, inner, *, fails: int = 0, raises: bool = False):
+        super().__init__(inner)
+        self.fails, self.raises = fails, raises
+
+    def call_each(self, request, devices=None):
+        if request.get("op") == "evaluate" and self.raises:
+            raise OSError("Timed out trying to connect to the worker")
+        if request.get("op") == "evaluate" and self.fails > 0:
+            self.fails -= 1
+            self.sent.append((None, request))
+            return {d: {"type": "result", "gpu": info.key, "libraries": []}
+                    for d, info in zip(self.devices, self.infos) if d in (devices or self.devices)}
+        return super().call_each(request, devices)
+
+
+def failing_evaluator(tmp_path, compile_cache, **kw):
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=5, cache_dir=str(compile_cache), gpus=[])
+    archive = Archive.open(tmp_path / "a.sqlite")
+    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
+    pool = FailingPool(make_pool(cfg), **kw)
+    return Evaluator(cfg, archive=archive, run_id=run, pool=pool).start(), pool
+
+
+def kernel_jobs_carry_libraries(ev, pool) -> list[list[str]]:
+    fam = FAMILIES["simt"]
+    list(ev.evaluate([(fam.candidate(fam.all_valid[0]), SHAPES[0])]))
+    return [msg.get("libraries") for _, msg in pool.sent if msg.get("cubin") is not None]
+
+
+def test_timings_from_beside_a_kernel_in_an_older_archive_are_taken_again_alone(tmp_path, compile_cache):
+    from evo.archive import records
+    from evo.core.records import LibraryResult, Timing
+    archive = Archive.open(tmp_path / "a.sqlite")
+    ev, _ = evaluator(tmp_path, compile_cache, archive=archive)
+    try:
+        gpu = ev.devices[0].key
+        slow = Timing(mode="rotating", median_ms=123.0, spread=0.0, samples_ms=(123.0,), launches=1, buffer_sets=1)
+        for lib in ev.cfg.libraries:  # as a sweep before session 22 stored them: beside a kernel
+            records.put_baseline(archive, gpu, "simulated", SHAPES[0], LibraryResult(lib, "rotating", "ok", timing=slow))
+        assert ev.shapes_without_libraries(SHAPES) == SHAPES
+        ev.time_libraries_first(SHAPES)
+        rows = archive.db.execute("select library, time_ms, alone from baselines where M = ? and N = ? and K = ?",
+                                  [SHAPES[0].M, SHAPES[0].N, SHAPES[0].K]).fetchall()
+        assert len(rows) == len(ev.cfg.libraries) and all(ms != 123.0 and alone == 1 for _, ms, alone in rows)
+        assert all(ms != 123.0 for ms in ev.library_times(gpu, SHAPES[0], "rotating").values())
+    finally:
+        ev.close()
+
+
+def test_a_library_that_fails_alone_is_tried_once_more(tmp_path, compile_cache, caplog):
+    ev, pool = failing_evaluator(tmp_path, compile_cache, fails=1)
+    try:
+        assert ev.time_libraries_first(SHAPES[:1]) == 1
+        assert len([m for _, m in pool.sent]) == 2 and "could not be timed alone" not in caplog.text
+        assert kernel_jobs_carry_libraries(ev, pool) == [[]]
+    finally:
+        ev.close()
+
+
+def test_a_library_that_fails_twice_is_left_to_the_kernels_jobs_with_a_warning(tmp_path, compile_cache, caplog):
+    ev, pool = failing_evaluator(tmp_path, compile_cache, fails=2)
+    try:
+        assert ev.time_libraries_first(SHAPES[:1]) == 0
+        assert "64x64x64: torch, cublaslt_heuristic, cublaslt_autotuned could not be timed alone" in caplog.text
+        assert kernel_jobs_carry_libraries(ev, pool) == [list(ev.cfg.libraries)]
+    finally:
+        ev.close()
+
+
+def test_a_pool_error_stops_the_phase_and_the_run_goes_on(tmp_path, compile_cache, caplog):
+    ev, pool = failing_evaluator(tmp_path, compile_cache, raises=True)
+    try:
+        assert ev.time_libraries_first(SHAPES) == 0
+        assert "timing the libraries first stopped at 64x64x64 (OSError" in caplog.text
+        assert kernel_jobs_carry_libraries(ev, pool) == [list(ev.cfg.libraries)]
+    finally:
+        ev.close()

@@ -58,6 +58,7 @@ class Evaluator:
         self._prepared: dict[str, cf.Future] = {}
         self._peaks: dict[str, Peaks] = {}
         self._baselines: dict[tuple, dict[str, float]] = {}
+        self._alone: set[tuple[str, Shape, str, str]] = set()  # (gpu, shape, mode, library) timed alone here
         self._fastest: dict[tuple, float] = {}  # (gpu, shape) -> fastest kernel time so far, fitness mode
 
     # ---- setup ----------------------------------------------------------------------------
@@ -272,36 +273,66 @@ class Evaluator:
         """Time the libraries alone (evo bench): one job per shape, spread over the GPUs."""
         jobs = [Job(self._library_request(s, list(self.cfg.libraries)), tag=s) for s in shapes]
         for job, reply in self.pool.run(jobs):
-            yield job.tag, self._store_libraries(reply, job.tag)
+            yield job.tag, self._store_libraries(reply, job.tag, alone=True)
+
+    def _known_alone(self, gpu: str, shape: Shape, mode: str) -> set[str]:
+        """The libraries timed alone (a library-only job) on this GPU, shape and mode: in this session or,
+        stored, before."""
+        known = {lib for g, s, m, lib in self._alone if (g, s, m) == (gpu, shape, mode)}
+        if self.archive:
+            known |= set(stored.library_times(self.archive, gpu, shape, mode, backend=self.backend, alone=True))
+        return known
+
+    def _missing_alone(self, gpu: str, shape: Shape) -> list[str]:
+        have = [self._known_alone(gpu, shape, m) for m in self.cfg.modes]
+        return [lib for lib in self.cfg.libraries if any(lib not in h for h in have)]
 
     def shapes_without_libraries(self, shapes: Iterable[Shape]) -> list[Shape]:
-        """The shapes on which some GPU of the pool lacks a timing of some library (none when
-        `libraries` is empty, or on a resumed run whose archive has them all)."""
+        """The shapes on which some GPU of the pool has not timed some library alone (none when
+        `libraries` is empty, or on a resumed run whose archive has them all): timed beside a kernel, in
+        an archive from before session 22, counts as not timed."""
         keys = [info.key for info in self.pool.infos]
-        return [s for s in shapes if any(self._missing_libraries(k, s) for k in keys)]
+        return [s for s in shapes if any(self._missing_alone(k, s) for k in keys)]
 
     def time_libraries_first(self, shapes: Iterable[Shape], on_shape: Callable[[Shape], None] | None = None) -> int:
-        """Time the libraries on every GPU of the pool, for each shape that has no timing there yet, before
-        any kernel runs (library-only jobs, as `evo bench` runs them); a later kernel job then carries none.
-        Why first: in session 22 a sweep's worker, after its first five jobs, took up to 15% longer for the
-        libraries on small shapes (about 0.33 us more per call, 1 us on split-K shapes) than a fresh worker or
-        a plain process did; what causes it there is not known yet (docs/timing.md, "Two launch modes").
-        Returns the (shape, GPU) pairs timed. A GPU that joins a cluster later times them with its first
-        kernel on each shape, as before."""
+        """Time the libraries on every GPU of the pool, for each shape where they have not been timed alone
+        there, before any kernel runs (library-only jobs, as `evo bench` runs them); a later kernel job then
+        carries none. Why first: in session 22 a sweep's worker, after its first five jobs, took up to 15%
+        longer for the libraries on small shapes (about 0.33 us more per call, 1 us on split-K shapes) than
+        a fresh worker or a plain process did; what causes it there is not known yet (docs/timing.md, "Two
+        launch modes"). A library that fails is tried once more; one that fails again is left to the
+        kernels' jobs, with a warning, as is everything after a pool error (a cluster that lost a worker).
+        Returns the (shape, GPU) pairs with a library timed. A GPU that joins a cluster later times them
+        with its first kernel on each shape, as before."""
         devices = list(zip(self.pool.devices, self.pool.infos))
         timed = 0
         for shape in shapes:
-            missing = {d: self._missing_libraries(info.key, shape) for d, info in devices}
-            missing = {d: libs for d, libs in missing.items() if libs}
-            if not missing:
-                continue
-            libraries = [lib for lib in self.cfg.libraries if any(lib in libs for libs in missing.values())]
-            for reply in self.pool.call_each(self._library_request(shape, libraries), list(missing)).values():
-                self._store_libraries(reply, shape, keep_known=True)  # a GPU that had some keeps them
-                timed += 1
+            missing = self._missing_alone_on(devices, shape)
+            before = set(missing)
+            for _ in range(2):  # a second try for what failed (a transient hang or fault)
+                if not missing:
+                    break
+                libraries = [lib for lib in self.cfg.libraries if any(lib in libs for libs in missing.values())]
+                try:
+                    replies = self.pool.call_each(self._library_request(shape, libraries), list(missing))
+                except (OSError, TimeoutError, GpuUnavailable) as e:  # the pool, not a library: stop the phase
+                    log.warning(f"timing the libraries first stopped at {shape} ({type(e).__name__}: {e}); the "
+                                "kernels' jobs time the rest beside a kernel")
+                    return timed
+                for reply in replies.values():
+                    self._store_libraries(reply, shape, keep_known=True, alone=True)
+                missing = self._missing_alone_on(devices, shape)
+            timed += len(before) - len(missing)
+            for d, libs in missing.items():
+                log.warning(f"{shape}: {', '.join(libs)} could not be timed alone on GPU {d} (twice; the error is in "
+                            "the archive's baselines table): the kernels' jobs there time them beside a kernel")
             if on_shape is not None:
                 on_shape(shape)
         return timed
+
+    def _missing_alone_on(self, devices: list[tuple[str, DeviceInfo]], shape: Shape) -> dict[str, list[str]]:
+        missing = {d: self._missing_alone(info.key, shape) for d, info in devices}
+        return {d: libs for d, libs in missing.items() if libs}
 
     def _early_failure(self, p: Prepared, shape: Shape) -> Evaluation | None:
         if p.status is not None:
@@ -312,19 +343,25 @@ class Evaluator:
         res = p.compiled.resources if p and p.compiled else None
         return Evaluation(c.id, shape, status, error, mode=self.cfg.mode, resources=res, backend=self.backend)  # no GPU
 
-    def _store_libraries(self, reply: dict, shape: Shape, *, keep_known: bool = False) -> list[LibraryResult]:
+    def _store_libraries(self, reply: dict, shape: Shape, *, keep_known: bool = False,
+                         alone: bool = False) -> list[LibraryResult]:
         """Store the library timings of a reply. `keep_known`: a baseline this GPU already has stands
         (two jobs of one shape in flight on a cluster may both time it), so that the speedups
-        compared in a cell share one baseline per GPU."""
+        compared in a cell share one baseline per GPU; with `alone` (a library-only job), only one
+        timed alone stands: it replaces one timed beside a kernel."""
         libs = [LibraryResult.from_json(d) for d in reply.get("libraries", [])]
         gpu = reply["gpu"]  # every reply names the GPU that produced it
         for lib in libs:
-            if keep_known and lib.library in self.library_times(gpu, shape, lib.mode):
+            stored_times = self.library_times(gpu, shape, lib.mode)  # first: the archive's, into the cache added to below
+            known = self._known_alone(gpu, shape, lib.mode) if alone else stored_times
+            if keep_known and lib.library in known:
                 continue
             if self.archive:
-                stored.put_baseline(self.archive, gpu, self.backend, shape, lib)
+                stored.put_baseline(self.archive, gpu, self.backend, shape, lib, alone=alone)
             if lib.status == "ok" and lib.timing:
                 self._baselines.setdefault((gpu, shape, lib.mode), {})[lib.library] = lib.timing.median_ms
+                if alone:
+                    self._alone.add((gpu, shape, lib.mode, lib.library))
         return libs
 
     def _from_reply(self, reply: dict, c: Candidate, shape: Shape, p: Prepared) -> Evaluation:

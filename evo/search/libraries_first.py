@@ -18,13 +18,15 @@ log = logging.getLogger(__name__)
 
 
 def time_libraries_first(ev: Evaluator, shapes: list[Shape], *, progress: bool = True) -> int:
-    """Time the libraries where the archive has no timing yet; returns the (shape, GPU) pairs timed."""
+    """Time the libraries where the archive has none timed alone (a library-only job) yet; returns the
+    (shape, GPU) pairs timed."""
     need = ev.shapes_without_libraries(shapes)
     if not need:
         return 0
     log.info(f"timing the libraries ({', '.join(ev.cfg.libraries)}) on {len(need)} shape{'s' * (len(need) != 1)} "
              f"first, before any kernel (docs/timing.md, \"Two launch modes\")")
     bar = Progress(len(need), "libraries", enabled=progress)
-    timed = ev.time_libraries_first(need, on_shape=lambda s: bar.update(note=str(s)))
-    bar.close()
-    return timed
+    try:
+        return ev.time_libraries_first(need, on_shape=lambda s: bar.update(note=str(s)))
+    finally:  # also on Ctrl-C: what follows starts on a line of its own
+        bar.close()
