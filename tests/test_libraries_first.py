@@ -200,21 +200,18 @@ def test_a_library_that_fails_alone_is_tried_once_more(tmp_path, compile_cache, 
         ev.close()
 
 
-def test_a_library_that_fails_twice_is_left_to_the_kernels_jobs_with_a_warning(tmp_path, compile_cache, caplog):
-    ev, pool = failing_evaluator(tmp_path, compile_cache, fails=2)
+@pytest.mark.parametrize("failure, timed, warning", [
+    # the first shape fails twice, the second is timed
+    (dict(fails=2), 1, "64x64x64: torch, cublaslt_heuristic, cublaslt_autotuned could not be timed alone"),
+    # a cluster that lost its worker: nothing more is tried in the phase
+    (dict(raises=True), 0, "timing the libraries first stopped at 64x64x64 (OSError"),
+])
+def test_what_cannot_be_timed_alone_is_left_to_the_kernels_jobs_with_a_warning(tmp_path, compile_cache, caplog,
+                                                                              failure, timed, warning):
+    ev, pool = failing_evaluator(tmp_path, compile_cache, **failure)
     try:
-        assert ev.time_libraries_first(SHAPES[:1]) == 0
-        assert "64x64x64: torch, cublaslt_heuristic, cublaslt_autotuned could not be timed alone" in caplog.text
-        assert kernel_jobs_carry_libraries(ev, pool) == [list(ev.cfg.libraries)]
-    finally:
-        ev.close()
-
-
-def test_a_pool_error_stops_the_phase_and_the_run_goes_on(tmp_path, compile_cache, caplog):
-    ev, pool = failing_evaluator(tmp_path, compile_cache, raises=True)
-    try:
-        assert ev.time_libraries_first(SHAPES) == 0
-        assert "timing the libraries first stopped at 64x64x64 (OSError" in caplog.text
+        assert ev.time_libraries_first(SHAPES) == timed
+        assert warning in caplog.text
         assert kernel_jobs_carry_libraries(ev, pool) == [list(ev.cfg.libraries)]
     finally:
         ev.close()
