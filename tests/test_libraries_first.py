@@ -215,3 +215,22 @@ def test_what_cannot_be_timed_alone_is_left_to_the_kernels_jobs_with_a_warning(t
         assert kernel_jobs_carry_libraries(ev, pool) == [list(ev.cfg.libraries)]
     finally:
         ev.close()
+
+
+def test_each_gpu_is_asked_only_for_the_libraries_it_lacks(tmp_path, compile_cache):
+    from evo.archive import records
+    from evo.core.records import LibraryResult, Timing
+    archive = Archive.open(tmp_path / "a.sqlite")
+    ev, pool = evaluator(tmp_path, compile_cache, gpus=(0, 1), archive=archive)
+    try:
+        first = ev.devices[0]
+        t = Timing(mode="rotating", median_ms=0.01, spread=0.0, samples_ms=(0.01,), launches=1, buffer_sets=1)
+        records.put_baseline(archive, first.key, "simulated", SHAPES[0], LibraryResult("torch", "rotating", "ok", timing=t),
+                             alone=True)
+        ev.time_libraries_first(SHAPES[:1])
+        asked = {d: msg["libraries"] for d, msg in pool.sent}
+        assert asked == {ev.pool.devices[0]: ["cublaslt_heuristic", "cublaslt_autotuned"],
+                         ev.pool.devices[1]: list(ev.cfg.libraries)}
+        assert ev.library_times(first.key, SHAPES[0], "rotating")["torch"] == 0.01  # the one it had stands
+    finally:
+        ev.close()

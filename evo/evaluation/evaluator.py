@@ -312,14 +312,17 @@ class Evaluator:
             for _ in range(2):  # a second try for what failed (a transient hang or fault)
                 if not missing:
                     break
-                libraries = [lib for lib in self.cfg.libraries if any(lib in libs for libs in missing.values())]
+                groups: dict[tuple[str, ...], list[str]] = {}  # the GPUs that lack the same libraries, together
+                for d, libs in missing.items():
+                    groups.setdefault(tuple(libs), []).append(d)
                 try:
-                    replies = self.pool.call_each(self._library_request(shape, libraries), list(missing))
+                    replies = [reply for libs, ds in groups.items()
+                               for reply in self.pool.call_each(self._library_request(shape, list(libs)), ds).values()]
                 except (OSError, TimeoutError, GpuUnavailable) as e:  # the pool, not a library: stop the phase
                     log.warning(f"timing the libraries first stopped at {shape} ({type(e).__name__}: {e}); the "
                                 "kernels' jobs time the rest beside a kernel")
                     return timed
-                for reply in replies.values():
+                for reply in replies:
                     self._store_libraries(reply, shape, keep_known=True, alone=True)
                 missing = self._missing_alone_on(devices, shape)
             timed += len(before) - len(missing)
