@@ -175,15 +175,11 @@ def kernel_jobs_carry_libraries(ev, pool) -> list[list[str]]:
 
 
 def test_timings_from_beside_a_kernel_in_an_older_archive_are_taken_again_alone(tmp_path, compile_cache):
-    from evo.archive import records
-    from evo.core.records import LibraryResult, Timing
     archive = Archive.open(tmp_path / "a.sqlite")
     ev, _ = evaluator(tmp_path, compile_cache, archive=archive)
     try:
         gpu = ev.devices[0].key
-        slow = Timing(mode="rotating", median_ms=123.0, spread=0.0, samples_ms=(123.0,), launches=1, buffer_sets=1)
-        for lib in ev.cfg.libraries:  # as a sweep before session 22 stored them: beside a kernel
-            records.put_baseline(archive, gpu, "simulated", SHAPES[0], LibraryResult(lib, "rotating", "ok", timing=slow))
+        beside_a_kernel(archive, gpu, SHAPES[0], ev.cfg.libraries, ms=123.0)
         assert ev.shapes_without_libraries(SHAPES) == SHAPES
         ev.time_libraries_first(SHAPES)
         rows = archive.db.execute("select library, time_ms, alone from baselines where M = ? and N = ? and K = ?",
@@ -236,5 +232,40 @@ def test_each_gpu_is_asked_only_for_the_libraries_it_lacks(tmp_path, compile_cac
         assert asked == {ev.pool.devices[0]: ["cublaslt_heuristic", "cublaslt_autotuned"],
                          ev.pool.devices[1]: list(ev.cfg.libraries)}
         assert ev.library_times(first.key, SHAPES[0], "rotating")["torch"] == 0.01  # the one it had stands
+    finally:
+        ev.close()
+
+
+def beside_a_kernel(archive, gpu, shape, libraries, ms=0.5):
+    """Timings as a sweep before session 22 stored them: beside a kernel."""
+    from evo.archive import records
+    from evo.core.records import LibraryResult, Timing
+    t = Timing(mode="rotating", median_ms=ms, spread=0.0, samples_ms=(ms,), launches=1, buffer_sets=1)
+    for lib in libraries:
+        records.put_baseline(archive, gpu, "simulated", shape, LibraryResult(lib, "rotating", "ok", timing=t))
+
+
+def test_a_failure_alone_does_not_replace_a_good_timing_from_beside_a_kernel(tmp_path, compile_cache, caplog):
+    ev, pool = failing_evaluator(tmp_path, compile_cache, fails=2)
+    try:
+        beside_a_kernel(ev.archive, ev.devices[0].key, SHAPES[0], ["torch"])
+        ev.time_libraries_first(SHAPES[:1])
+        assert "could not be timed alone" in caplog.text
+        row = ev.archive.db.execute("select status, time_ms, alone from baselines where library = 'torch'").fetchone()
+        assert row == ("ok", 0.5, 0)
+        assert ev.library_times(ev.devices[0].key, SHAPES[0], "rotating") == {"torch": 0.5}
+    finally:
+        ev.close()
+
+
+def test_a_resumed_run_keeps_the_timings_its_kernels_were_compared_with(tmp_path, compile_cache):
+    archive = Archive.open(tmp_path / "a.sqlite")
+    ev, pool = evaluator(tmp_path, compile_cache, archive=archive)
+    try:
+        beside_a_kernel(archive, ev.devices[0].key, SHAPES[0], ev.cfg.libraries)
+        assert ev.shapes_without_libraries(SHAPES, retime_beside=False) == SHAPES[1:]
+        ev.time_libraries_first(SHAPES, retime_beside=False)
+        assert [msg["shape"] for _, msg in pool.sent] == [[s.M, s.N, s.K] for s in SHAPES[1:]]
+        assert set(ev.library_times(ev.devices[0].key, SHAPES[0], "rotating").values()) == {0.5}
     finally:
         ev.close()

@@ -287,27 +287,37 @@ class Evaluator:
         have = [self._known_alone(gpu, shape, m) for m in self.cfg.modes]
         return [lib for lib in self.cfg.libraries if any(lib not in h for h in have)]
 
-    def shapes_without_libraries(self, shapes: Iterable[Shape]) -> list[Shape]:
+    def shapes_without_libraries(self, shapes: Iterable[Shape], *, retime_beside: bool = True) -> list[Shape]:
         """The shapes on which some GPU of the pool has not timed some library alone (none when
-        `libraries` is empty, or on a resumed run whose archive has them all): timed beside a kernel, in
-        an archive from before session 22, counts as not timed."""
+        `libraries` is empty, or on a resumed run whose archive has them all): timed beside a kernel (an
+        archive from before session 22) counts as not timed, unless `retime_beside` is off (a resumed
+        run: its kernels' speedups so far are against those timings)."""
         keys = [info.key for info in self.pool.infos]
-        return [s for s in shapes if any(self._missing_alone(k, s) for k in keys)]
+        missing = self._missing_alone if retime_beside else self._missing_libraries
+        return [s for s in shapes if any(missing(k, s) for k in keys)]
 
-    def time_libraries_first(self, shapes: Iterable[Shape], on_shape: Callable[[Shape], None] | None = None) -> int:
+    def time_libraries_first(self, shapes: Iterable[Shape], on_shape: Callable[[Shape], None] | None = None, *,
+                             retime_beside: bool = True) -> int:
         """Time the libraries on every GPU of the pool, for each shape where they have not been timed alone
-        there, before any kernel runs (library-only jobs, as `evo bench` runs them); a later kernel job then
-        carries none. Why first: in session 22 a sweep's worker, after its first five jobs, took up to 15%
-        longer for the libraries on small shapes (about 0.33 us more per call, 1 us on split-K shapes) than
-        a fresh worker or a plain process did; what causes it there is not known yet (docs/timing.md, "Two
-        launch modes"). A library that fails is tried once more; one that fails again is left to the
-        kernels' jobs, with a warning, as is everything after a pool error (a cluster that lost a worker).
-        Returns the (shape, GPU) pairs with a library timed. A GPU that joins a cluster later times them
-        with its first kernel on each shape, as before."""
+        there (with `retime_beside` off: not at all), before any kernel runs (library-only jobs, as `evo
+        bench` runs them); a later kernel job then carries none. Why first: in session 22 a sweep's worker,
+        after its first five jobs, took up to 15% longer for the libraries on small shapes (about 0.33 us
+        more per call, 1 us on split-K shapes) than a fresh worker or a plain process did; what causes it
+        there is not known yet (docs/timing.md, "Two launch modes"). A library that fails is tried once
+        more; one that fails again is left to the kernels' jobs, with a warning, as is everything after a
+        pool error (a cluster that lost a worker). A failure never replaces a good timing taken before.
+        Returns the (shape, GPU) pairs that now have every library timed. A GPU that joins a cluster later
+        times them with its first kernel on each shape, as before."""
         devices = list(zip(self.pool.devices, self.pool.infos))
+        missing_on = self._missing_alone if retime_beside else self._missing_libraries
+
+        def still_missing(shape: Shape) -> dict[str, list[str]]:
+            missing = {d: missing_on(info.key, shape) for d, info in devices}
+            return {d: libs for d, libs in missing.items() if libs}
+
         timed = 0
         for shape in shapes:
-            missing = self._missing_alone_on(devices, shape)
+            missing = still_missing(shape)
             before = set(missing)
             for _ in range(2):  # a second try for what failed (a transient hang or fault)
                 if not missing:
@@ -315,27 +325,24 @@ class Evaluator:
                 groups: dict[tuple[str, ...], list[str]] = {}  # the GPUs that lack the same libraries, together
                 for d, libs in missing.items():
                     groups.setdefault(tuple(libs), []).append(d)
-                try:
-                    replies = [reply for libs, ds in groups.items()
-                               for reply in self.pool.call_each(self._library_request(shape, list(libs)), ds).values()]
-                except (OSError, TimeoutError, GpuUnavailable) as e:  # the pool, not a library: stop the phase
-                    log.warning(f"timing the libraries first stopped at {shape} ({type(e).__name__}: {e}); the "
-                                "kernels' jobs time the rest beside a kernel")
-                    return timed
-                for reply in replies:
-                    self._store_libraries(reply, shape, keep_known=True, alone=True)
-                missing = self._missing_alone_on(devices, shape)
+                for wanted, ds in groups.items():
+                    try:
+                        replies = self.pool.call_each(self._library_request(shape, list(wanted)), ds)
+                    except (OSError, TimeoutError, GpuUnavailable) as e:  # the pool, not a library: stop the phase
+                        log.warning(f"timing the libraries first stopped at {shape} ({type(e).__name__}: {e}); the "
+                                    "kernels' jobs time the rest beside a kernel")
+                        return timed
+                    for reply in replies.values():  # stored as they come: a later group's error loses none
+                        self._store_libraries(reply, shape, keep_known=True, alone=True)
+                missing = still_missing(shape)
             timed += len(before) - len(missing)
             for d, libs in missing.items():
                 log.warning(f"{shape}: {', '.join(libs)} could not be timed alone on GPU {d} (twice; the error is in "
-                            "the archive's baselines table): the kernels' jobs there time them beside a kernel")
+                            "the archive's baselines table unless it held a good timing, which stands): the "
+                            "kernels' jobs there time them beside a kernel where none is known")
             if on_shape is not None:
                 on_shape(shape)
         return timed
-
-    def _missing_alone_on(self, devices: list[tuple[str, DeviceInfo]], shape: Shape) -> dict[str, list[str]]:
-        missing = {d: self._missing_alone(info.key, shape) for d, info in devices}
-        return {d: libs for d, libs in missing.items() if libs}
 
     def _early_failure(self, p: Prepared, shape: Shape) -> Evaluation | None:
         if p.status is not None:
@@ -358,6 +365,8 @@ class Evaluator:
             stored_times = self.library_times(gpu, shape, lib.mode)  # first: the archive's, into the cache added to below
             known = self._known_alone(gpu, shape, lib.mode) if alone else stored_times
             if keep_known and lib.library in known:
+                continue
+            if lib.status != "ok" and lib.library in stored_times:  # a failure does not replace a good timing
                 continue
             if self.archive:
                 stored.put_baseline(self.archive, gpu, self.backend, shape, lib, alone=alone)

@@ -17,16 +17,16 @@ from evo.search.progress import Progress
 log = logging.getLogger(__name__)
 
 
-def time_libraries_first(ev: Evaluator, shapes: list[Shape], *, progress: bool = True) -> int:
-    """Time the libraries where the archive has none timed alone (a library-only job) yet; returns the
-    (shape, GPU) pairs timed."""
-    need = ev.shapes_without_libraries(shapes)
+def time_libraries_first(ev: Evaluator, shapes: list[Shape], *, progress: bool = True, retime_beside: bool = True) -> int:
+    """Time the libraries where the archive has none timed alone (a library-only job) yet, or with
+    `retime_beside` off (a resumed run) none at all; returns the (shape, GPU) pairs timed."""
+    need = ev.shapes_without_libraries(shapes, retime_beside=retime_beside)
     if not need:
         return 0
     log.info(f"timing the libraries ({', '.join(ev.cfg.libraries)}) on {len(need)} shape{'s' * (len(need) != 1)} "
              f"first, before any kernel (docs/timing.md, \"Two launch modes\")")
     bar = Progress(len(need), "libraries", enabled=progress)
     try:
-        return ev.time_libraries_first(need, on_shape=lambda s: bar.update(note=str(s)))
+        return ev.time_libraries_first(need, on_shape=lambda s: bar.update(note=str(s)), retime_beside=retime_beside)
     finally:  # also on Ctrl-C: what follows starts on a line of its own
         bar.close()

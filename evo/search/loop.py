@@ -650,8 +650,9 @@ class Search:
         # the families' tables of valid genomes, which the first repair needs (hopper's take seconds to
         # build), are built while the seeds are compiled and timed, not when the loop first waits on them
         threading.Thread(target=_prepare_families, name="evo-prepare-families", daemon=True).start()
-        if self.state.generation > 0:  # resumed: any shape whose libraries the first session did not time
-            time_libraries_first(self.ev, self.shapes, progress=self.c.search.progress)
+        if self.state.generation > 0:  # resumed: any shape whose libraries the first session did not time;
+            # not again those it timed, even beside a kernel: its speedups so far are against them
+            time_libraries_first(self.ev, self.shapes, progress=self.c.search.progress, retime_beside=False)
         if self.state.generation == 0:
             log.info(f"seeding {len(self.islands)} island(s) x {self.c.islands.population} on {len(self.shapes)} shapes")
             self.initialize()
