@@ -158,6 +158,7 @@ def run_variant(variant: str) -> None:
         gpu = ev.devices[0].key
         for r in range(ROUNDS):
             ev._baselines.clear()  # noqa: SLF001 -- a probe: time the libraries again every round
+            ev._alone.clear()  # noqa: SLF001 -- (pool_first: alone again, not beside the kernels)
             kernel_us = {}
             if variant == "pool_first":
                 ev.time_libraries_first(shapes)
