@@ -58,7 +58,7 @@ class Evaluator:
         self._prepared: dict[str, cf.Future] = {}
         self._peaks: dict[str, Peaks] = {}
         self._baselines: dict[tuple, dict[str, float]] = {}
-        self._alone: set[tuple[str, Shape, str, str]] = set()  # (gpu, shape, mode, library) timed alone here
+        self._alone: dict[tuple[str, Shape, str], set[str]] = {}  # (gpu, shape, mode) -> libraries timed alone here
         self._fastest: dict[tuple, float] = {}  # (gpu, shape) -> fastest kernel time so far, fitness mode
 
     # ---- setup ----------------------------------------------------------------------------
@@ -171,8 +171,11 @@ class Evaluator:
                 self._baselines[key] = found
         return self._baselines.get(key, {})
 
-    def _missing_libraries(self, gpu: str, shape: Shape) -> list[str]:
-        have = [self.library_times(gpu, shape, m) for m in self.cfg.modes]
+    def _missing_libraries(self, gpu: str, shape: Shape, *, alone: bool = False) -> list[str]:
+        """The libraries without a timing on this GPU and shape in some mode; with `alone`, without one
+        timed alone (a library-only job)."""
+        known = self._known_alone if alone else self.library_times
+        have = [known(gpu, shape, m) for m in self.cfg.modes]
         return [lib for lib in self.cfg.libraries if any(lib not in h for h in have)]
 
     def evaluate(self, pairs: Iterable[tuple[Candidate, Shape]], *, meta: Callable[[Candidate], dict] | None = None,
@@ -278,14 +281,10 @@ class Evaluator:
     def _known_alone(self, gpu: str, shape: Shape, mode: str) -> set[str]:
         """The libraries timed alone (a library-only job) on this GPU, shape and mode: in this session or,
         stored, before."""
-        known = {lib for g, s, m, lib in self._alone if (g, s, m) == (gpu, shape, mode)}
+        known = set(self._alone.get((gpu, shape, mode), ()))
         if self.archive:
             known |= set(stored.library_times(self.archive, gpu, shape, mode, backend=self.backend, alone=True))
         return known
-
-    def _missing_alone(self, gpu: str, shape: Shape) -> list[str]:
-        have = [self._known_alone(gpu, shape, m) for m in self.cfg.modes]
-        return [lib for lib in self.cfg.libraries if any(lib not in h for h in have)]
 
     def shapes_without_libraries(self, shapes: Iterable[Shape], *, retime_beside: bool = True) -> list[Shape]:
         """The shapes on which some GPU of the pool has not timed some library alone (none when
@@ -293,8 +292,7 @@ class Evaluator:
         archive from before session 22) counts as not timed, unless `retime_beside` is off (a resumed
         run: its kernels' speedups so far are against those timings)."""
         keys = [info.key for info in self.pool.infos]
-        missing = self._missing_alone if retime_beside else self._missing_libraries
-        return [s for s in shapes if any(missing(k, s) for k in keys)]
+        return [s for s in shapes if any(self._missing_libraries(k, s, alone=retime_beside) for k in keys)]
 
     def time_libraries_first(self, shapes: Iterable[Shape], on_shape: Callable[[Shape], None] | None = None, *,
                              retime_beside: bool = True) -> int:
@@ -309,10 +307,9 @@ class Evaluator:
         Returns the (shape, GPU) pairs that now have every library timed. A GPU that joins a cluster later
         times them with its first kernel on each shape, as before."""
         devices = list(zip(self.pool.devices, self.pool.infos))
-        missing_on = self._missing_alone if retime_beside else self._missing_libraries
 
         def still_missing(shape: Shape) -> dict[str, list[str]]:
-            missing = {d: missing_on(info.key, shape) for d, info in devices}
+            missing = {d: self._missing_libraries(info.key, shape, alone=retime_beside) for d, info in devices}
             return {d: libs for d, libs in missing.items() if libs}
 
         timed = 0
@@ -363,8 +360,7 @@ class Evaluator:
         gpu = reply["gpu"]  # every reply names the GPU that produced it
         for lib in libs:
             stored_times = self.library_times(gpu, shape, lib.mode)  # first: the archive's, into the cache added to below
-            known = self._known_alone(gpu, shape, lib.mode) if alone else stored_times
-            if keep_known and lib.library in known:
+            if keep_known and lib.library in (self._known_alone(gpu, shape, lib.mode) if alone else stored_times):
                 continue
             if lib.status != "ok" and lib.library in stored_times:  # a failure does not replace a good timing
                 continue
@@ -373,7 +369,7 @@ class Evaluator:
             if lib.status == "ok" and lib.timing:
                 self._baselines.setdefault((gpu, shape, lib.mode), {})[lib.library] = lib.timing.median_ms
                 if alone:
-                    self._alone.add((gpu, shape, lib.mode, lib.library))
+                    self._alone.setdefault((gpu, shape, lib.mode), set()).add(lib.library)
         return libs
 
     def _from_reply(self, reply: dict, c: Candidate, shape: Shape, p: Prepared) -> Evaluation:
