@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# For the next GPU session (session23/NEXT.md item 1), one H200, ~4-6 minutes: mode_probe5.py over session
+# For the next GPU session (session23/NEXT.md item 1), one H200, ~5-7 minutes: mode_probe5.py over session
 # 23's grid125 sweep: its first 120 kernels in the sweep's order, each twice in a row, then (a fresh
-# worker) the 17 winners that `evo bench` read 0.2-0.3 us faster than the sweep. Into $OUT/probe5.tgz.
+# worker) the 17 winners that `evo bench` read 0.2-0.3 us faster than the sweep, then those again with every
+# CPU core busy (a sweep compiles beside its worker). Into $OUT/probe5.tgz.
 # BACKEND=simulated: the plumbing on the CPU test double (modelled times).
 #   OUT=/some/folder bash benchmarks/session23/next_probe5.sh
 set -uo pipefail
@@ -19,6 +20,12 @@ SLOW=26,31,36,51,152,157,177,254,256,261,377,378,382,387,528,1266,1757
 echo "--- a fresh worker: the slow group only" >> $R/probe5.txt
 (cd /tmp && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout 120 python3 "$REPO/benchmarks/session23/mode_probe5.py" \
    $R/sweep.sqlite $R/bench.sqlite --ids $SLOW) >> $R/probe5.txt 2>&1
-tail -45 $R/probe5.txt
+# a sweep compiles on every core while its worker times; the bench that read these kernels fast did not
+echo "--- a fresh worker: the slow group only, with 16 busy CPU processes beside it (as a sweep's compiles)" >> $R/probe5.txt
+BURN=(); for i in $(seq 16); do python3 -c "while True: pass" & BURN+=($!); done
+(cd /tmp && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout 120 python3 "$REPO/benchmarks/session23/mode_probe5.py" \
+   $R/sweep.sqlite $R/bench.sqlite --ids $SLOW) >> $R/probe5.txt 2>&1
+kill "${BURN[@]}" 2>/dev/null
+tail -70 $R/probe5.txt
 if [ "$BACKEND" = gpu ]; then device_done; cp "$OUT/gpu.txt" $R/; fi
 rm -rf $R/*.sqlite $R/retime && tar -czf "$OUT/probe5.tgz" -C /tmp probe5

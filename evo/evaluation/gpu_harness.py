@@ -182,9 +182,9 @@ class GpuHarness:
     def _evaluate_kernel(self, kernel: LoadedKernel, M: int, N: int, K: int, req: dict,
                          progress: Callable[[str], None]) -> KernelResult:
         gpu, launch = self.info.key, req["launch"]
-        # on the timing stream, where all their work runs, as every other allocation of an evaluation: not
-        # on the default stream (work or allocations there put the health check's later timings in a slower
-        # mode, benchmarks/session22; whether these did too is not measured yet)
+        # on the timing stream, where all their work runs, as every other allocation of an evaluation.
+        # Kernels launched on the default stream put the worker's later timings in a slower mode
+        # (benchmarks/session22, session23); allocations there did not in session 23's probe
         with steps.step("correctness buffers"), torch.cuda.stream(self.stream):
             bufs = (Guarded(M, K), Guarded(K, N), Guarded(M, N))
         worst, checks = 0.0, 0
