@@ -145,6 +145,18 @@ def test_check_points_cover_short_ranges_fully_and_long_ones_densely_with_every_
     assert timing_points(short) == [17, 28, 39]
 
 
+def test_check_points_reach_every_residue_of_m_and_are_not_a_fixed_sample():
+    # a kernel wrong only where M mod 8 is 3..7 (partial tiles) passed the old even spread from a fixed start
+    (table,) = build_tables(_cells({512: 1.3, 1024: 1.3}), num_sms=132)
+    rng = table["ranges"][1]
+    draws = [tuple(check_points(rng)) for _ in range(40)]
+    for pts in draws:
+        inside = [m for m in pts if 512 < m <= 1024]
+        assert {m % 16 for m in inside} == set(range(16)), pts
+        assert len(inside) >= 64
+    assert len(set(draws)) > 1  # the spread's start is drawn afresh
+
+
 def test_export_writes_dispatch_tables(tmp_path):
     archive = tmp_path / "r.sqlite"
     out = subprocess.run([sys.executable, "-m", "evo", "sweep", "evaluator=simulated", "shapes=inline",

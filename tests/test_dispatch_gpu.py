@@ -298,3 +298,31 @@ def test_a_kept_weight_is_nn_linears_own_in_a_cuda_graph_and_compiled(d):
             ref = plain(x)
             assert torch.equal(y, ref) and torch.equal(compiled(x), ref)
         assert torch._dynamo.explain(fast)(x).graph_break_count == 0
+
+
+class _Fake:
+    """A dispatcher stand-in for verify's correctness check: torch's product, and one way of cheating."""
+
+    def __init__(self, cheat: str):
+        self.cheat = cheat
+
+    def matmul(self, a, b, out=None):
+        if self.cheat == "rewrites_b":  # keeps only B's first row: an O(MN) product the old check passed
+            b[1:].zero_()
+            c = torch.outer(a[:, 0].float(), b[0].float()).half()
+        else:
+            c = torch.matmul(a, b)
+        if out is None:
+            return c
+        out.copy_(c)
+        if self.cheat == "writes_past_c":  # one element past the end, as an unmasked partial tile
+            torch.as_strided(out, (out.numel() + 1,), (1,))[-1] = 0
+        return out
+
+
+@pytest.mark.parametrize("cheat, error", [("", None), ("rewrites_b", "modified its inputs"),
+                                          ("writes_past_c", "wrote outside its buffers (guard zone of C")])
+def test_verify_correctness_catches_rewritten_inputs_and_writes_past_the_output(cheat, error):
+    from evo.dispatch.verify import _correct
+    ok, _, why = _correct(_Fake(cheat), 256, 512, [1, 17, 100])
+    assert ok == (error is None) and (why is None if error is None else error in why), why

@@ -20,6 +20,8 @@ Plain data and rules, shared by `evo export` (which builds and re-checks the tab
 """
 from __future__ import annotations
 
+import os
+import random
 import statistics
 from collections import defaultdict
 
@@ -115,7 +117,11 @@ def build_tables(cells: list[dict], *, num_sms: int) -> list[dict]:
 
 def check_points(rng: dict, *, dense: int = DENSE_CHECK) -> list[int]:
     """The Ms a range is checked for correctness at: every supported M of a short range; otherwise
-    both edges of every launch segment (where the grid changes) and an even spread between."""
+    both edges of every launch segment (where the grid changes) and a spread between. The spread's
+    step is odd and its start drawn afresh each time: an even step from a fixed start checked only a
+    few residues of M modulo 8 (a kernel wrong at the others, e.g. at partial tiles, passed), and a
+    known sample can be aimed at. Where every M of the range is supported, an odd step's 16 or more
+    points cover every residue of M mod 16."""
     segs = rng["segments"]
     supported = [m for s in segs for m in range(s["m_lo"], s["m_hi"] + 1)]
     if len(supported) <= dense:
@@ -123,7 +129,10 @@ def check_points(rng: dict, *, dense: int = DENSE_CHECK) -> list[int]:
     edges = sorted({m for s in segs for m in (s["m_lo"], min(s["m_lo"] + 1, s["m_hi"]), s["m_hi"])})
     if len(edges) > 4 * dense:  # a launch that changes at almost every M: a spread of its edges
         edges = edges[::len(edges) // (4 * dense) + 1] + [edges[-1]]
-    return sorted({*edges, *supported[::len(supported) // dense]})
+    step = len(supported) // dense
+    step -= step % 2 == 0  # odd, and no larger: at least `dense` points
+    start = random.Random(os.urandom(8)).randrange(step)
+    return sorted({*edges, *supported[start::step]})
 
 
 def timing_points(rng: dict) -> list[int]:

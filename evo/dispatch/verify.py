@@ -3,8 +3,9 @@
 For every range whose recorded speedup passed (evo.core.dispatch_table), through the same
 torch.ops.evo.matmul path that calls take:
 - correctness at every M of a short range, a dense sample with every launch segment's edges of a
-  long one (check_points), on fresh random inputs, against an fp32 reference with the evaluator's
-  tolerance (evo.evaluation.tolerance);
+  long one (check_points), on fresh random inputs inside guard zones, the output NaN-poisoned, the
+  inputs compared with copies afterwards, against an fp32 reference with the evaluator's tolerance
+  (evo.evaluation.tolerance);
 - time at the range's lowest, middle and highest M (timing_points) beside torch.matmul, both as CUDA
   graphs over rotating buffers (larger than L2 together), replays interleaved;
 then apply_check decides whether the range is used (correct, and faster beyond noise at every
@@ -36,6 +37,7 @@ from evo.core.dispatch_table import (
 from evo.core.errors import EvoError
 from evo.dispatch import extension
 from evo.dispatch.dispatcher import Dispatcher
+from evo.evaluation.gpu_buffers import Guarded, reference
 from evo.evaluation.tolerance import error_stats, verdict
 
 log = logging.getLogger(__name__)
@@ -44,16 +46,36 @@ L2_BYTES = 60 * 2**20  # a bit above an H100/H200's 50 MiB L2: rotating sets nev
 
 
 def _correct(d: Dispatcher, n: int, k: int, ms: list[int]) -> tuple[bool, float, str | None]:
-    b = torch.randn(k, n, dtype=torch.float16, device="cuda")
+    """Each M on fresh inputs, as the evaluator's correctness draws check a kernel (docs/correctness.md):
+    every operand inside guard zones, the output poisoned with NaN, the inputs compared with copies
+    afterwards and the reference taken from the copies (a kernel that rewrote its inputs was compared
+    with what it left there). Through the op with out= (the guarded buffer), then once more without
+    (the output the op allocates), on the same inputs."""
+    B = Guarded(k, n)
+    B.t.normal_()
+    b_copy = B.t.clone()
     worst = 0.0
     for m in ms:
-        a = torch.randn(m, k, dtype=torch.float16, device="cuda")
-        c = d.matmul(a, b)
-        stats = error_stats(c.float(), a.float() @ b.float())
-        worst = max(worst, stats["rel_err"])
-        bad = verdict(stats)
-        if bad:
-            return False, worst, f"M={m}: {bad}"
+        A, C = Guarded(m, k), Guarded(m, n)
+        A.t.normal_()
+        a_copy = A.t.clone()
+        C.t.fill_(float("nan"))
+        for g in (A, B, C):
+            g.arm()
+        d.matmul(A.t, B.t, out=C.t)
+        torch.cuda.synchronize()
+        where = [name for name, g in zip("ABC", (A, B, C)) if not g.intact()]
+        if where:
+            return False, worst, f"M={m}: wrote outside its buffers (guard zone of {', '.join(where)} changed)"
+        if not torch.equal(A.t, a_copy) or not torch.equal(B.t, b_copy):
+            return False, worst, f"M={m}: modified its inputs A or B"
+        want = reference(a_copy, b_copy)
+        for how, out in (("out=", C.t), ("", d.matmul(A.t, B.t))):
+            stats = error_stats(out.float(), want)
+            worst = max(worst, stats["rel_err"])
+            bad = verdict(stats)
+            if bad:
+                return False, worst, f"M={m}{' (out=)' if how else ''}: {bad}"
     return True, worst, None
 
 
