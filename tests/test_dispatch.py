@@ -359,3 +359,52 @@ def test_patch_reports_which_layers_keep_two_copies_and_the_bytes(tmp_path, monk
     dropped = torch.nn.Sequential(torch.nn.Linear(512, 256, bias=False))
     evo.dispatch.patch(dropped, d, fallback_weight="drop")
     assert evo.dispatch.memory_report(dropped)["drop"] == ["0"] and evo.dispatch.memory_report(dropped)["extra_bytes"] == 0
+
+
+def _fake_build_env(monkeypatch, tmp_path, *, preload_error: str | None = None) -> dict:
+    """An export of k16 (no cubin, a source nvcc fails on) and k64 (a cubin), a stand-in extension that
+    records what build() adds, and a stand-in torch.cuda that names an H200."""
+    import sys
+    import types
+    tables = build_tables(_cells({16: 1.3, 64: 1.5}), num_sms=132)
+    (tmp_path / "k16.cu").write_text("this is not CUDA")
+    (tmp_path / "k64.cubin").write_bytes(b"cubin")
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "evo-export/2", "tables": tables, "kernels": [
+        {"M": 16, "N": 256, "K": 512, "file": "k16.cu", "cubin": None, "nvcc_flags": ["-arch=sm_90a"], "pdl": True},
+        {"M": 64, "N": 256, "K": 512, "file": "k64.cu", "cubin": "k64.cubin", "nvcc_flags": [], "pdl": True}]}))
+    seen: dict = {"tables": 0, "kernels": [], "segments": []}
+
+    def preload(handle, device):
+        if preload_error:
+            raise RuntimeError(preload_error)
+
+    ext = types.SimpleNamespace(
+        new_table=lambda: seen.__setitem__("tables", seen["tables"] + 1) or seen["tables"],
+        add_kernel=lambda h, cubin, smem, big, pdl: seen["kernels"].append(cubin) or len(seen["kernels"]) - 1,
+        add_segment=lambda h, n, k, lo, hi, kernel, launch: seen["segments"].append((lo, hi, kernel)),
+        preload=preload, driver_has_pdl=lambda: True, matmul="ext.matmul", linear="ext.linear")
+    monkeypatch.setattr(extension, "_state", {"module": ext})
+    monkeypatch.setattr(extension, "_cuda_home", lambda: None)
+    cuda = types.SimpleNamespace(current_device=lambda: 0, get_device_name=lambda d=None: "NVIDIA H200")
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    return seen
+
+
+def test_a_kernel_that_cannot_be_had_runs_torch_with_one_warning_naming_its_file(tmp_path, monkeypatch, caplog):
+    # a failed nvcc used to escape every call (and build a new table each time)
+    seen = _fake_build_env(monkeypatch, tmp_path)
+    d = Dispatcher(tmp_path, checked=False)
+    assert d.build() == 1 and d.build() == 1 and seen["tables"] == 1
+    assert seen["kernels"] == [b"cubin"]  # k64's, and only k64's ranges (M 17-64)
+    assert seen["segments"] and {k for _, _, k in seen["segments"]} == {0} and min(lo for lo, _, _ in seen["segments"]) == 17
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "k16.cu" in warning and "nvcc" in warning and "run torch" in warning
+
+
+def test_kernels_this_gpu_cannot_load_leave_torch_running_every_call_and_explain_says_why(tmp_path, monkeypatch):
+    seen = _fake_build_env(monkeypatch, tmp_path, preload_error="CUDA_ERROR_NO_BINARY_FOR_GPU")
+    d = Dispatcher(tmp_path, checked=False)
+    assert d.build() is None and d.build() is None and seen["tables"] == 1
+    assert d.functions()[0].__name__ == "torch_matmul"
+    why = d.explain(_Stand((16, 512)), _Stand((512, 256)))
+    assert why.startswith("torch: evo.dispatch: the kernels of") and "CUDA_ERROR_NO_BINARY_FOR_GPU" in why

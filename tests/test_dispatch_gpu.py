@@ -326,3 +326,12 @@ def test_verify_correctness_catches_rewritten_inputs_and_writes_past_the_output(
     from evo.dispatch.verify import _correct
     ok, _, why = _correct(_Fake(cheat), 256, 512, [1, 17, 100])
     assert ok == (error is None) and (why is None if error is None else error in why), why
+
+
+def test_a_compiled_matmul_gives_gradients(d):
+    # the compile substitute of matmul had no autograd branch (Linear's had): a.grad came back None
+    f = torch.compile(lambda a, b: d.matmul(a, b), fullgraph=True)
+    a = torch.randn(64, 1024, dtype=torch.float16, device="cuda", requires_grad=True)
+    b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
+    f(a, b).float().sum().backward()
+    torch.testing.assert_close(a.grad, b.sum(1).expand(64, -1).to(a.grad.dtype), atol=0.5, rtol=2e-2)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import tempfile
@@ -10,6 +11,8 @@ from typing import Any
 
 from evo.core.dispatch_table import find, layout_verdict, why_unused
 from evo.core.errors import EvoError
+
+log = logging.getLogger(__name__)
 
 _default: Dispatcher | None = None
 FORMATS = ("evo-export/2",)
@@ -46,6 +49,7 @@ class Dispatcher:
         self._fns: tuple | None = None
         self.gpu: str | None = None  # the name of the GPU the C++ table was built for
         self.driver_pdl: bool | None = None  # whether this driver takes PDL launches (known once built)
+        self.why_not_built: str | None = None  # why no table could be built, where the extension itself loaded
 
     def route(self, m: int, n: int, k: int, *, gpu: str | None = None) -> tuple[dict | None, str]:
         """(launch segment or None for torch, reason) for a call of shape (m, n, k) on `gpu`."""
@@ -79,16 +83,26 @@ class Dispatcher:
     def _cubin(self, entry: dict) -> bytes:
         if entry.get("cubin") and (self.dir / entry["cubin"]).exists():
             return (self.dir / entry["cubin"]).read_bytes()
+        from evo.dispatch.extension import _cuda_home
+        home = _cuda_home()  # the toolkit the extension builds with: nvcc need not be on PATH
+        nvcc = str(Path(home) / "bin" / "nvcc") if home and (Path(home) / "bin" / "nvcc").exists() else "nvcc"
         with tempfile.TemporaryDirectory() as tmp:  # no cubin exported: compile the source now
             out = Path(tmp) / "k.cubin"
-            subprocess.run(["nvcc", "-cubin", *entry["nvcc_flags"], "-o", str(out), str(self.dir / entry["file"])],
-                           check=True, capture_output=True)
+            done = subprocess.run([nvcc, "-cubin", *entry["nvcc_flags"], "-o", str(out), str(self.dir / entry["file"])],
+                                  capture_output=True, text=True)
+            if done.returncode:
+                raise EvoError(f"nvcc failed on {entry['file']}: {(done.stderr or done.stdout).strip()[-800:]}")
             return out.read_bytes()
+
+    def _give_up(self, why: str) -> None:
+        """No table here (torch runs every call, explain() says why): warned once, not raised at every call."""
+        log.warning(why)
+        self.why_not_built = why
 
     def build(self) -> int | None:
         """The C++ table handle (built and loaded on the current device on first call), or None when
         the extension is not available (then torch runs every call; extension.why_not() says why)."""
-        if self.handle is not None:
+        if self.handle is not None or self.why_not_built:
             return self.handle
         from evo.dispatch import extension
         ext = extension.load()
@@ -98,7 +112,7 @@ class Dispatcher:
         device = torch.cuda.current_device()
         self.gpu = torch.cuda.get_device_name(device)
         handle = ext.new_table()
-        index: dict[str, int] = {}
+        index: dict[str, int | None] = {}  # None: the kernel could not be had here (its ranges run torch)
         for table in self.tables:
             for rng in table["ranges"]:
                 if why_unused(rng, self.gpu if self.checked else None) or not rng["segments"]:
@@ -107,12 +121,27 @@ class Dispatcher:
                     segs = rng["segments"]
                     big = any(s["cluster"] and s["cluster"][0] * s["cluster"][1] * s["cluster"][2] > 8 for s in segs)
                     entry = self.kernels[rng["kernel"]]
-                    index[rng["kernel"]] = ext.add_kernel(handle, self._cubin(entry), max(s["smem"] for s in segs),
+                    try:
+                        cubin = self._cubin(entry)
+                    except (OSError, EvoError) as e:
+                        log.warning(f"evo.dispatch: kernel {rng['kernel']} ({entry['file']}) is not available, "
+                                    f"its ranges run torch: {e}")
+                        index[rng["kernel"]] = None
+                        continue
+                    index[rng["kernel"]] = ext.add_kernel(handle, cubin, max(s["smem"] for s in segs),
                                                           big, self.launches_pdl(entry))
+                k = index[rng["kernel"]]
+                if k is None:
+                    continue
                 for s in rng["segments"]:
-                    ext.add_segment(handle, table["N"], table["K"], s["m_lo"], s["m_hi"], index[rng["kernel"]],
-                                    launch_values(s))
-        ext.preload(handle, device)  # module loads cannot happen inside a CUDA-graph capture
+                    ext.add_segment(handle, table["N"], table["K"], s["m_lo"], s["m_hi"], k, launch_values(s))
+        try:
+            ext.preload(handle, device)  # module loads cannot happen inside a CUDA-graph capture
+        except RuntimeError as e:  # a cubin this GPU or driver cannot load (an export made for another)
+            self._give_up(f"evo.dispatch: the kernels of {self.dir} could not be loaded on {self.gpu} "
+                          f"({str(e).strip()[:300]}); every matmul runs in torch. Export and re-check "
+                          f"(evo export --verify) on this GPU")
+            return None
         self.driver_pdl = bool(ext.driver_has_pdl())
         self.handle = handle
         return handle
@@ -140,7 +169,7 @@ class Dispatcher:
             return f"torch: {problem}"
         from evo.dispatch import extension
         if self.build() is None:
-            return f"torch: {extension.why_not()}"
+            return f"torch: {self.why_not_built or extension.why_not()}"
         rng, seg, reason = find(self.tables, a.shape[0], b.shape[1], a.shape[1], gpu=self.gpu if self.checked else None)
         if rng is None or seg is None:
             return f"torch: {reason}"

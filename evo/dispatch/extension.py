@@ -135,6 +135,8 @@ def _register_substitutes(module: ModuleType) -> None:
 
     @substitute(module.matmul, skip_signature_check=True)
     def _matmul(a, b, out, handle):
+        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):  # the operators have no backward
+            return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
         if out is None:
             return matmul_op(a, b, handle)
         matmul_out_op(a, b, handle, out)
