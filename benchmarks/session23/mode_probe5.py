@@ -1,11 +1,12 @@
 """Session 23, for the next GPU session: are a sweep's kernel timings in the slow mode, and when?
 
 Session 23's grid125 sweep timed the libraries first (alone) and they then read as clean benches did
-(within 0.1% geomean). But `evo bench kernels_of=` timed the same winners again, one draw each, and on 17
+(within 0.1% geomean). But `evo bench kernels_of=` timed the same winners again, one draw each, and on 19
 of the 53 shapes under 1 GFLOP it read the very same kernel (same cubin, same launch) 0.22-0.31 us faster
-than the sweep had; on the other 36 it read 0.0-0.1 us slower, as a best-of-24 pick should. The two groups
-are not ordered in time within the sweep (ids 26 to 1757) and share families, grids and K; the offset is
-the size of the "slow mode" session 22 found for the libraries (0.33 us a call).
+than the sweep had; on the other 34 it read 0.0-0.1 us slower, as a best-of-24 pick should. The 19 are
+every shape of 72-1032 KiB of operands (timed over 1016-8192 rotating sets); they share families, grids and
+K with the others; the offset is the size of the "slow mode" session 22 found for the libraries (0.33 us a
+call). Which side is right is the question.
 
 Here one real worker (evo's WorkerPool, as a sweep runs it) replays a sweep's kernels in the sweep's own
 order, each twice in a row, with the sweep's settings (3 replays of 10 ms, 2 draws, PDL as recorded), and
@@ -14,8 +15,8 @@ and the bench's time where the bench has that shape's winner. Read it as:
   - t1 and t2 agree with the sweep on the slow-group shapes: the sweep's order reproduces the slow mode;
     the canary then says whether the whole worker was slow at that moment (torch slower too) or only
     that kernel's timing;
-  - t1 and t2 agree with the bench: it was not the kernel; something of the sweep (the order of other
-    work, the compile processes beside it, the race) put those timings in the slow mode;
+  - t1 and t2 agree with the bench: something of the sweep (the order of other work, the compile
+    processes beside it, the race) put those timings in the slow mode;
   - t1 and t2 disagree with each other: the mode is drawn per job.
 
     python benchmarks/session23/mode_probe5.py SWEEP.sqlite [BENCH.sqlite] [--first N] [--ids 26,31,...]
