@@ -23,7 +23,7 @@ def sets(monkeypatch):
 
 def honest(s, i=None):
     pick = slice(None) if i is None else slice(i, i + 1)
-    s.C[pick] = torch.bmm(s.A[pick].float(), s.B[pick].float()).half()
+    s.C[pick] = torch.bmm(s.A[s.a_of][pick].float(), s.B[pick].float()).half()  # set i is A[a_of[i]], B[i], C[i]
 
 
 def rewrite_inputs(s, i=None):
@@ -31,7 +31,7 @@ def rewrite_inputs(s, i=None):
     column and B's first row, which is then the exact product of the changed inputs."""
     pick = slice(None) if i is None else slice(i, i + 1)
     s.B[pick, 1:, :] = 0
-    s.C[pick] = (s.A[pick, :, :1].float() * s.B[pick, :1, :].float()).half()
+    s.C[pick] = (s.A[s.a_of][pick, :, :1].float() * s.B[pick, :1, :].float()).half()
 
 
 def test_honest_outputs_pass_and_x_is_in_memory_only_during_a_check(sets):
@@ -113,10 +113,41 @@ def test_honest_subnormal_and_zero_outputs_of_1x1x1_pass(monkeypatch):
     subnormal_products = [(-0.0171051025390625, 8.344650268554688e-06), (4.172325134277344e-06, 0.08062744140625),
                           (-8.344650268554688e-06, 0.25390625)]  # three that failed on the H200
     for i, (a, b) in enumerate(subnormal_products + [(0.0, 1.5)]):
-        s.A[i], s.B[i] = a, b
+        s.A[s.a_of[i]], s.B[i] = a, b
     s._ref = s._reference(list(range(s.n)))  # as if the refresh had drawn them
-    s._full = (0, s.A[0].clone(), s.B[0].clone())
+    s._full = (0, s.a(0).clone(), s.B[0].clone())
     honest(s)
     assert s.check_outputs(full=True) is None
     s.C[1] = s.C[1] * 4  # but a wrong subnormal is still wrong
     assert "buffer set 1:" in s.check_outputs()
+
+
+def look_ahead(s, width=4):
+    """The red-team kernel (benchmarks/session23/review/attack_lookahead.cu) on the CPU: launches in order;
+    a launch whose output is already written returns at once, any other computes its own set and the
+    next width-1 sets' outputs, finding their inputs by pointer arithmetic (A, B and C of set j at j
+    times a set's size from the first)."""
+    for i in range(s.n):
+        if not torch.isnan(s.C[i]).any():
+            continue
+        s.C[i] = (s.a(i).float() @ s.B[i].float()).half()
+        for j in range(i + 1, min(i + width, s.n)):
+            s.C[j] = (s.A[j].float() @ s.B[j].float()).half()
+
+
+def test_a_launch_cannot_compute_the_next_sets_outputs_from_its_pointers(sets):
+    assert sorted(sets.a_of) == list(range(sets.n)) and sets.a_of != list(range(sets.n))
+    look_ahead(sets)
+    assert "wrong output" in sets.check_outputs()
+    # with A in index order (as before session 23) the same kernel passed every check
+    sets.a_of = list(range(sets.n))
+    sets._a_index = torch.arange(sets.n)
+    sets.refresh()
+    look_ahead(sets)
+    assert sets.check_outputs(full=True) is None
+
+
+def test_each_evaluation_draws_its_own_order_of_a(sets):
+    harness = SimpleNamespace(info=SimpleNamespace(l2_bytes=1 << 18), stream=None, clock=None, device="cpu")
+    orders = {tuple(TimingSets(harness, 24, 40, 72, ["rotating"]).a_of) for _ in range(5)}
+    assert len(orders) > 1

@@ -3,6 +3,8 @@ read back through raw memory as the driver reads it. The tensor maps are stand-i
 first 8 hold the address (the real layout is the driver's own)."""
 import ctypes
 
+import pytest
+
 from evo.evaluation.launch_args import LaunchArgs
 
 
@@ -45,6 +47,21 @@ def test_every_launch_points_at_its_own_buffers_sizes_and_maps():
             raw = ctypes.string_at(t, 128)
             assert int.from_bytes(raw[:8], "little") == base + i * step
             assert raw[8:] == bytes([j + 1]) * 120
+
+
+def test_a_in_a_given_order_moves_its_pointer_and_its_tensor_map_only():
+    maps = FakeMaps(["A", "B", "C"])
+    bases, steps, n = (1 << 40, 2 << 40, 3 << 40), (4096, 8192, 64), 50
+    order = [(7 * i + 3) % n for i in range(n)]  # a permutation of range(50)
+    args = LaunchArgs(maps, bases, steps, n, 8, 8, 8, a_order=order)
+    for i in (0, 1, 17, n - 1):
+        a, b, c, *_, ta, tb, tc = _params(args, i, 9)
+        assert [_u64(a), _u64(b), _u64(c)] == [bases[0] + order[i] * steps[0], bases[1] + i * steps[1],
+                                               bases[2] + i * steps[2]]
+        assert [int.from_bytes(ctypes.string_at(t, 8), "little") for t in (ta, tb, tc)] == [
+            _u64(a), _u64(b), _u64(c)]
+    with pytest.raises(ValueError, match="permutation"):
+        LaunchArgs(maps, bases, steps, 3, 8, 8, 8, a_order=[0, 0, 1])
 
 
 def test_a_single_launch_without_tensor_maps():

@@ -252,7 +252,7 @@ def test_projection_gpu_through_timing_sets(cuda_fp32):
     assert "NaN outputs" in sets.check_outputs()  # poisoned, as before a launch
     with torch.cuda.stream(harness.stream):
         for lo in range(0, sets.n, 256):
-            sets.C[lo:lo + 256] = torch.bmm(sets.A[lo:lo + 256].float(), sets.B[lo:lo + 256].float()).half()
+            sets.C[lo:lo + 256] = torch.bmm(sets.A[sets.a_of[lo:lo + 256]].float(), sets.B[lo:lo + 256].float()).half()
     assert sets.check_outputs(full=True) is None
     with torch.cuda.stream(harness.stream):
         sets.C[sets.n - 1] = sets.C[0]

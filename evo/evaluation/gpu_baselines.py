@@ -23,7 +23,7 @@ from evo.evaluation.tolerance import error_stats, verdict
 
 
 def _torch_call(sets) -> Callable[[int], object]:
-    return lambda i: torch.matmul(sets.A[i], sets.B[i], out=sets.C[i])
+    return lambda i: torch.matmul(sets.a(i), sets.B[i], out=sets.C[i])
 
 
 def describe_algorithm(algorithm) -> str:
@@ -98,7 +98,7 @@ def _execute(mm, sets, algorithm, stream) -> Callable[[int], object]:
     outs = {}
 
     def call(i: int) -> None:
-        mm.reset_operands(a=sets.A[i], b=sets.B[i], stream=stream)
+        mm.reset_operands(a=sets.a(i), b=sets.B[i], stream=stream)
         outs[i % 2] = mm.execute(algorithm=algorithm, stream=stream)  # keep the last results alive while written
     call.algorithm = algorithm  # type: ignore[attr-defined]
     call.outs = outs  # type: ignore[attr-defined]  # call(i)'s result is outs[i % 2] (nvmath returns it)
@@ -153,7 +153,7 @@ def _check(harness, sets, lib: str, call) -> str:
         sets.C[0].fill_(float("nan"))
         call(0)
         out = sets.C[0] if lib == "torch" else call.outs[0]
-        return verdict(error_stats(out.float(), reference(sets.A[0], sets.B[0]))) or ""
+        return verdict(error_stats(out.float(), reference(sets.a(0), sets.B[0]))) or ""
 
 
 def _tensor_tflops(harness, n: int) -> float:

@@ -159,20 +159,24 @@ def projection_verdicts(C: torch.Tensor, x: torch.Tensor, want: torch.Tensor, *,
     return bad.sum(dim=1, dtype=torch.int32), torch.isnan(sq).any(dim=1)
 
 
-def _groups(shape: Sequence[int], chosen: list[int]) -> list[tuple[int, int, int]]:
+def _groups(shape: Sequence[int], chosen: list[int], *, gather: bool = False) -> list[tuple[int, int, int]]:
     """Contiguous runs of the chosen sets, each within PROJECTION_BYTES of working memory: per set,
-    B x in fp32 and its two fp16 parts (about 6 K words) and the per-row terms (about 10 M); the fp32
-    slice of C for the tolerance has PROJECTION_CHUNK elements whatever the group's size."""
+    B x in fp32 and its two fp16 parts (about 6 K words) and the per-row terms (about 10 M), and with
+    `gather` a copy of its A (M K halves); the fp32 slice of C for the tolerance has PROJECTION_CHUNK
+    elements whatever the group's size."""
     _, M, K = shape
-    per_set = 4 * (6 * K + 10 * M)
+    per_set = 4 * (6 * K + 10 * M) + (2 * M * K if gather else 0)
     return contiguous_runs(chosen, max(1, (PROJECTION_BYTES - 4 * PROJECTION_CHUNK) // per_set))
 
 
-def projection_wants(A: torch.Tensor, B: torch.Tensor, chosen: list[int], x: torch.Tensor) -> torch.Tensor:
-    """projection_want of the `chosen` sets of batched A and B (len(chosen) x M, fp32), by groups."""
+def projection_wants(A: torch.Tensor, B: torch.Tensor, chosen: list[int], x: torch.Tensor,
+                     a_of: torch.Tensor | None = None) -> torch.Tensor:
+    """projection_want of the `chosen` sets of batched A and B (len(chosen) x M, fp32), by groups; with
+    `a_of` (indices into A), set i's A is A[a_of[i]], gathered per group."""
     want = torch.empty(len(chosen), A.shape[1], device=A.device)
-    for pos, lo, hi in _groups(A.shape, chosen):
-        want[pos:pos + hi - lo] = projection_want(A[lo:hi], B[lo:hi], x)
+    for pos, lo, hi in _groups(A.shape, chosen, gather=a_of is not None):
+        a = A[lo:hi] if a_of is None else A.index_select(0, a_of[lo:hi])
+        want[pos:pos + hi - lo] = projection_want(a, B[lo:hi], x)
     return want
 
 
@@ -222,7 +226,14 @@ class TimingSets:
         self._ref: Reference | None = None
         self._full: tuple[int, torch.Tensor, torch.Tensor] | None = None  # the elementwise check's set and inputs
         self._pick = random.Random(os.urandom(8))
+        # Set i is A[a_of[i]], B[i] and C[i]: A in an order drawn afresh for every evaluation. With all
+        # three in index order, a launch could compute the next sets' outputs from its own pointers (their
+        # inputs are all written before the chunk) and the launches after it skip their work (a red-team
+        # kernel did; docs/correctness.md, "Known gaps", for what remains: a kernel that learns the order)
+        self.a_of = list(range(self.n))
+        self._pick.shuffle(self.a_of)
         with torch.cuda.stream(harness.stream):
+            self._a_index = torch.tensor(self.a_of, dtype=torch.long, device=self.device)
             self.A = torch.empty(self.n, M, K, dtype=torch.float16, device=self.device)
             self.B = torch.empty(self.n, K, N, dtype=torch.float16, device=self.device)
             self.C = torch.empty(self.n, M, N, dtype=torch.float16, device=self.device)
@@ -245,7 +256,7 @@ class TimingSets:
             self._ref = self._reference(chosen)
             # the elementwise check's set, chosen now by the host and its inputs kept as written
             k = self._pick.choice(chosen)
-            self._full = (k, self.A[k].clone(), self.B[k].clone())
+            self._full = (k, self.a(k).clone(), self.B[k].clone())
             self.C[pick].fill_(float("nan"))  # last: the same L2 state before every chunk
 
     def _reference(self, chosen: list[int]) -> Reference:
@@ -253,9 +264,9 @@ class TimingSets:
         self._x.normal_(generator=self.gen)
         want = None
         if len(chosen) == self.n:
-            want = self._graphed("want", lambda: projection_wants(self.A, self.B, chosen, self._x))
+            want = self._graphed("want", lambda: projection_wants(self.A, self.B, chosen, self._x, self._a_index))
         if want is None:
-            want = projection_wants(self.A, self.B, chosen, self._x)
+            want = projection_wants(self.A, self.B, chosen, self._x, self._a_index)
         self._x.zero_()
         return Reference(chosen, want, state)
 
@@ -289,11 +300,15 @@ class TimingSets:
         with torch.cuda.stream(self.h.stream):
             self._flush.fill_(0)
 
+    def a(self, i: int) -> torch.Tensor:
+        """Set i's A (A[a_of[i]]; B[i] and C[i] are its others)."""
+        return self.A[self.a_of[i]]
+
     def launch_args(self, kernel: LoadedKernel) -> LaunchArgs:
         """Every set's launch parameters (tensor maps included): launch i runs on set i."""
         M, N, K = self.M, self.N, self.K
         return kernel.args(self.A.data_ptr(), self.B.data_ptr(), self.C.data_ptr(), M, N, K,
-                                 steps=(2 * M * K, 2 * K * N, 2 * M * N), count=self.n)
+                           steps=(2 * M * K, 2 * K * N, 2 * M * N), count=self.n, a_order=self.a_of)
 
     def estimate_ms(self, call: Callable[[int], object]) -> float:
         s = self.h.stream

@@ -131,9 +131,10 @@ class LoadedKernel:
                                                      self.function), "reading registers")
 
     def args(self, a: int, b: int, c: int, m: int, n: int, k: int, *, steps: tuple[int, int, int] = (0, 0, 0),
-             count: int = 1) -> LaunchArgs:
-        """The parameters of one launch on (a, b, c), or of `count` launches on buffers `steps` bytes apart."""
-        return LaunchArgs(self._tensor_maps, (a, b, c), steps, count, m, n, k)
+             count: int = 1, a_order: list[int] | None = None) -> LaunchArgs:
+        """The parameters of one launch on (a, b, c), or of `count` launches on buffers `steps` bytes apart
+        (launch i on A buffer a_order[i], where given)."""
+        return LaunchArgs(self._tensor_maps, (a, b, c), steps, count, m, n, k, a_order=a_order)
 
     def launch(self, args: LaunchArgs, stream: int, i: int = 0) -> None:
         config = self._configs.get(stream)

@@ -27,12 +27,14 @@ class Maps(Protocol):
 
 
 class LaunchArgs:
-    """The parameters of `count` launches whose A, B and C lie `steps` bytes apart from `bases`. Per
-    launch, a row of the block: the values (see VALUES_HEAD; each tensor map in a 64-byte aligned slot)
-    and then the void*[] the driver reads, pointing at them. `address(i)` is launch i's void*[]."""
+    """The parameters of `count` launches whose A, B and C lie `steps` bytes apart from `bases`: launch i
+    on buffer i of each, or, with `a_order`, on A buffer a_order[i] (a permutation: see
+    gpu_buffers.TimingSets). Per launch, a row of the block: the values (see VALUES_HEAD; each tensor map
+    in a 64-byte aligned slot) and then the void*[] the driver reads, pointing at them. `address(i)` is
+    launch i's void*[]."""
 
     def __init__(self, maps: Maps, bases: tuple[int, int, int], steps: tuple[int, int, int], count: int,
-                 m: int, n: int, k: int):
+                 m: int, n: int, k: int, *, a_order: list[int] | None = None):
         slots = [VALUES_HEAD + MAP_BYTES * j for j in range(len(maps.specs))]
         offsets = [0, 8, 16, 24, 28, 32] + slots
         self._params_at = VALUES_HEAD + MAP_BYTES * len(slots)
@@ -42,8 +44,11 @@ class LaunchArgs:
         self.base = self._block.ctypes.data + lead
         rows = self._block[lead:lead + count * self.stride].reshape(count, self.stride)
         index = np.arange(count, dtype=np.uint64)
-        rows[:, 0:24].view(np.uint64)[:] = np.stack(
-            [np.uint64(b) + index * np.uint64(st) for b, st in zip(bases, steps)], axis=1)
+        if a_order is not None and sorted(a_order) != list(range(count)):
+            raise ValueError(f"a_order must be a permutation of range({count})")
+        which = [index if a_order is None else np.asarray(a_order, dtype=np.uint64), index, index]
+        ptrs = np.stack([np.uint64(b) + w * np.uint64(st) for b, st, w in zip(bases, steps, which)], axis=1)
+        rows[:, 0:24].view(np.uint64)[:] = ptrs
         rows[:, 24:36].view(np.int32)[:] = (m, n, k)
         starts = np.uint64(self.base) + index * np.uint64(self.stride)
         rows[:, self._params_at:self._params_at + 8 * len(offsets)].view(np.uint64)[:] = (
@@ -53,7 +58,7 @@ class LaunchArgs:
             template, holds = maps.template(j, bases[column])
             rows[:, slot:slot + MAP_BYTES] = np.frombuffer(template, dtype=np.uint8)
             for i in range(count):  # the template holds the address of an earlier call's buffer, or this one's
-                ptr = bases[column] + i * steps[column]
+                ptr = int(ptrs[i, column])
                 if ptr != holds:
                     maps.readdress(self.base + i * self.stride + slot, j, ptr)
 
