@@ -361,7 +361,7 @@ def test_patch_reports_which_layers_keep_two_copies_and_the_bytes(tmp_path, monk
     assert evo.dispatch.memory_report(dropped)["drop"] == ["0"] and evo.dispatch.memory_report(dropped)["extra_bytes"] == 0
 
 
-def _fake_build_env(monkeypatch, tmp_path, *, preload_error: str | None = None) -> dict:
+def _fake_build_env(monkeypatch, tmp_path, *, preload_error: str | None = None, reentrant: bool | None = None) -> dict:
     """An export of k16 (no cubin, a source nvcc fails on) and k64 (a cubin), a stand-in extension that
     records what build() adds, and a stand-in torch.cuda that names an H200."""
     import sys
@@ -371,7 +371,8 @@ def _fake_build_env(monkeypatch, tmp_path, *, preload_error: str | None = None) 
     (tmp_path / "k64.cubin").write_bytes(b"cubin")
     (tmp_path / "manifest.json").write_text(json.dumps({"format": "evo-export/2", "tables": tables, "kernels": [
         {"M": 16, "N": 256, "K": 512, "file": "k16.cu", "cubin": None, "nvcc_flags": ["-arch=sm_90a"], "pdl": True},
-        {"M": 64, "N": 256, "K": 512, "file": "k64.cu", "cubin": "k64.cubin", "nvcc_flags": [], "pdl": True}]}))
+        {"M": 64, "N": 256, "K": 512, "file": "k64.cu", "cubin": "k64.cubin", "nvcc_flags": [], "pdl": True,
+         **({} if reentrant is None else {"reentrant": reentrant})}]}))
     seen: dict = {"tables": 0, "kernels": [], "segments": []}
 
     def preload(handle, device):
@@ -380,7 +381,8 @@ def _fake_build_env(monkeypatch, tmp_path, *, preload_error: str | None = None) 
 
     ext = types.SimpleNamespace(
         new_table=lambda: seen.__setitem__("tables", seen["tables"] + 1) or seen["tables"],
-        add_kernel=lambda h, cubin, smem, big, pdl: seen["kernels"].append(cubin) or len(seen["kernels"]) - 1,
+        add_kernel=lambda h, cubin, smem, big, pdl, reentrant: seen["kernels"].append((cubin, reentrant))
+        or len(seen["kernels"]) - 1,
         add_segment=lambda h, n, k, lo, hi, kernel, launch: seen["segments"].append((lo, hi, kernel)),
         preload=preload, driver_has_pdl=lambda: True, matmul="ext.matmul", linear="ext.linear")
     monkeypatch.setattr(extension, "_state", {"module": ext})
@@ -395,7 +397,7 @@ def test_a_kernel_that_cannot_be_had_runs_torch_with_one_warning_naming_its_file
     seen = _fake_build_env(monkeypatch, tmp_path)
     d = Dispatcher(tmp_path, checked=False)
     assert d.build() == 1 and d.build() == 1 and seen["tables"] == 1
-    assert seen["kernels"] == [b"cubin"]  # k64's, and only k64's ranges (M 17-64)
+    assert seen["kernels"] == [(b"cubin", False)]  # k64's, and only k64's ranges (M 17-64); no `reentrant`: not
     assert seen["segments"] and {k for _, _, k in seen["segments"]} == {0} and min(lo for lo, _, _ in seen["segments"]) == 17
     (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert "k16.cu" in warning and "nvcc" in warning and "run torch" in warning
@@ -408,3 +410,18 @@ def test_kernels_this_gpu_cannot_load_leave_torch_running_every_call_and_explain
     assert d.functions()[0].__name__ == "torch_matmul"
     why = d.explain(_Stand((16, 512)), _Stand((512, 256)))
     assert why.startswith("torch: evo.dispatch: the kernels of") and "CUDA_ERROR_NO_BINARY_FOR_GPU" in why
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_the_extension_learns_which_kernels_are_not_reentrant(tmp_path, monkeypatch, reentrant):
+    # the C++ side runs such a kernel only on the first stream it is called on, per device (torch elsewhere)
+    seen = _fake_build_env(monkeypatch, tmp_path, reentrant=reentrant)
+    Dispatcher(tmp_path, checked=False).build()
+    assert seen["kernels"] == [(b"cubin", reentrant)]
+
+
+def test_explain_names_an_input_that_needs_a_gradient():
+    pytest.importorskip("torch")
+    a = _Stand((16, 512))
+    a.requires_grad = True
+    assert tensor_problem(a, _Stand((512, 256))) == "an input needs a gradient (the kernels have no backward)"

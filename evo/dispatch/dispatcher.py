@@ -128,8 +128,9 @@ class Dispatcher:
                                     f"its ranges run torch: {e}")
                         index[rng["kernel"]] = None
                         continue
-                    index[rng["kernel"]] = ext.add_kernel(handle, cubin, max(s["smem"] for s in segs),
-                                                          big, self.launches_pdl(entry))
+                    # an entry without `reentrant` (an older export) is taken as not reentrant: the safe side
+                    index[rng["kernel"]] = ext.add_kernel(handle, cubin, max(s["smem"] for s in segs), big,
+                                                          self.launches_pdl(entry), entry.get("reentrant") is True)
                 k = index[rng["kernel"]]
                 if k is None:
                     continue
@@ -235,6 +236,24 @@ def tensor_problem(a: Any, b: Any) -> str | None:
         return f"a is on {a.device}, b on {b.device}"
     if a.shape[1] != b.shape[0]:
         return f"a is {tuple(a.shape)}, b {tuple(b.shape)}: inner dimensions differ"
+    if getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False):
+        import torch
+        if torch.is_grad_enabled():
+            return "an input needs a gradient (the kernels have no backward)"
+    dtype = _autocast_dtype()
+    if dtype is not None:
+        return f"torch.autocast to {dtype} is on (torch returns {dtype}, the kernels float16)"
+    return None
+
+
+def _autocast_dtype() -> str | None:
+    """The dtype torch.autocast casts CUDA matmuls to, where it is on and not float16."""
+    try:
+        import torch
+        if torch.is_autocast_enabled("cuda") and torch.get_autocast_dtype("cuda") != torch.float16:
+            return str(torch.get_autocast_dtype("cuda")).removeprefix("torch.")
+    except (ImportError, TypeError, AttributeError):  # no torch, or one older than 2.4
+        pass
     return None
 
 

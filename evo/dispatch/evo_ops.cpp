@@ -17,6 +17,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <ATen/cuda/EmptyTensor.h>
+#include <ATen/autocast_mode.h>
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -122,8 +123,12 @@ struct Kernel {
   unsigned max_smem;
   bool big_cluster;
   bool pdl;  // waits for the previous grid before anything else (the export's PTX check): launched with PDL
+  bool reentrant;  // false: it keeps a workspace in module globals (split-K), one per device
   std::array<CUfunction, kMaxDevices> function{};  // loaded per device: a split-K workspace per device
   std::array<CUmodule, kMaxDevices> module{};
+  // a kernel that is not reentrant runs only on the first stream it was called on, per device: calls on
+  // two streams at once would share its workspace (wrong results); calls on other streams run torch
+  std::array<CUstream, kMaxDevices> owner{};
 };
 
 struct MapKey {
@@ -234,8 +239,11 @@ const CUtensorMap& tensor_map(Table& t, const MapSpec& s, const void* ptr, uint6
   return t.maps.emplace(key, map).first->second;
 }
 
-// C[M,N] = A[M,K] B[K,N], row-major fp16 buffers on device
-void launch(Table& t, const Segment& s, int device, const void* pa, const void* pb, void* pc, int M, int N, int K) {
+// C[M,N] = A[M,K] B[K,N], row-major fp16 buffers on device. False (nothing launched): the caller runs
+// torch (a kernel that is not reentrant, called on a stream other than its own).
+bool launch(Table& t, const Segment& s, int device, const void* pa, const void* pb, void* pc, int M, int N, int K) {
+  const c10::cuda::CUDAGuard guard((c10::DeviceIndex)device);  // the tensors' device, whatever is current
+  const CUstream stream = (CUstream)c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)device).stream();
   CUtensorMap maps[kMaxMaps];
   void* params[6 + kMaxMaps] = {&pa, &pb, &pc, &M, &N, &K};
   const size_t n_maps = s.maps.size();
@@ -244,8 +252,14 @@ void launch(Table& t, const Segment& s, int device, const void* pa, const void* 
   bool pdl;
   {
     std::lock_guard<std::mutex> lock(t.mu);
-    f = function_for(t.kernels[s.kernel], device);  // loaded already (preload) but on a new device
-    pdl = t.kernels[s.kernel].pdl;
+    Kernel& kernel = t.kernels[s.kernel];
+    f = function_for(kernel, device);  // loaded already (preload) but on a new device
+    pdl = kernel.pdl;
+    if (!kernel.reentrant) {
+      CUstream& owner = kernel.owner[device];
+      if (!owner) owner = stream;
+      if (owner != stream) return false;
+    }
     LastLaunch& last = s.last;
     if (last.m != M || last.ptr[0] != pa || last.ptr[1] != pb || last.ptr[2] != pc) {
       last.maps.resize(n_maps);
@@ -264,7 +278,7 @@ void launch(Table& t, const Segment& s, int device, const void* pa, const void* 
   cfg.gridDimX = s.grid[0], cfg.gridDimY = s.grid[1], cfg.gridDimZ = s.grid[2];
   cfg.blockDimX = s.block[0], cfg.blockDimY = s.block[1], cfg.blockDimZ = s.block[2];
   cfg.sharedMemBytes = s.smem;
-  cfg.hStream = (CUstream)c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)device).stream();
+  cfg.hStream = stream;
   CUlaunchAttribute attrs[2] = {};
   cfg.attrs = attrs;
   if (s.cluster[0]) {
@@ -279,6 +293,12 @@ void launch(Table& t, const Segment& s, int device, const void* pa, const void* 
     a.value.programmaticStreamSerializationAllowed = 1;
   }
   check(drv().cuLaunchKernelEx(&cfg, f, params, nullptr), "launching hgemm (cuLaunchKernelEx)");
+  return true;
+}
+
+// Under torch.autocast to another dtype than fp16 (bf16), torch returns that dtype: torch runs.
+bool autocast_elsewhere() {
+  return at::autocast::is_autocast_enabled(at::kCUDA) && at::autocast::get_autocast_dtype(at::kCUDA) != at::kHalf;
 }
 
 // Called from Python directly (pybind), a call is not below autograd: one that needs a gradient
@@ -295,22 +315,23 @@ at::Tensor empty_half(at::IntArrayRef sizes, const at::Tensor& like) {
 
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, int64_t handle) {
   Table& t = table(handle);
-  const Segment* s = wants_grad(a, b) ? nullptr : route(t, a, b);
+  const Segment* s = wants_grad(a, b) || autocast_elsewhere() ? nullptr : route(t, a, b);
   if (!s) return at::matmul(a, b);
   at::Tensor c = empty_half({a.size(0), b.size(1)}, a);
-  launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), c.data_ptr(), (int)a.size(0), (int)b.size(1), (int)a.size(1));
+  if (!launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), c.data_ptr(), (int)a.size(0), (int)b.size(1),
+              (int)a.size(1)))
+    return at::matmul(a, b);
   return c;
 }
 
 void matmul_out(const at::Tensor& a, const at::Tensor& b, int64_t handle, at::Tensor& out) {
   Table& t = table(handle);
-  const Segment* s = wants_grad(a, b) ? nullptr : route(t, a, b);  // torch says why out= cannot have a gradient
-  if (!s || !usable(out, a.device()) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) {
+  // (torch says why out= cannot have a gradient)
+  const Segment* s = wants_grad(a, b) || autocast_elsewhere() ? nullptr : route(t, a, b);
+  if (!s || !usable(out, a.device()) || out.size(0) != a.size(0) || out.size(1) != b.size(1) ||
+      !launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), out.data_ptr(), (int)a.size(0), (int)b.size(1),
+              (int)a.size(1)))
     at::matmul_out(out, a, b);
-    return;
-  }
-  launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), out.data_ptr(), (int)a.size(0), (int)b.size(1),
-         (int)a.size(1));
 }
 
 // a @ b, or into out: the pybind entry point of Dispatcher.matmul (returns out when given)
@@ -335,7 +356,8 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w_t, const c10::optiona
   const int64_t k = w_t.size(0), n = w_t.size(1);
   TORCH_CHECK(!nk || (nk->dim() == 2 && nk->size(0) == n && nk->size(1) == k), "evo.dispatch.Linear: the kept weight "
               "is ", nk->sizes(), ", expected [out, in] = [", n, ", ", k, "] (w_t transposed)");
-  if (wants_grad(x, w_t, b) || (nk && wants_grad(x, *nk))) return at::linear(x, nk ? *nk : w_t.t(), bias);
+  if (wants_grad(x, w_t, b) || (nk && wants_grad(x, *nk)) || autocast_elsewhere())
+    return at::linear(x, nk ? *nk : w_t.t(), bias);
   Table& t = table(handle);
   // a contiguous x is [M, K] whatever its leading dims: the kernel needs only its pointer and M
   const Segment* s = k > 0 && usable(x, x.device(), 0) && usable(w_t, x.device()) ? find(t, x.numel() / k, n, k) : nullptr;
@@ -343,9 +365,10 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w_t, const c10::optiona
     at::DimVector sizes(x.sizes());
     sizes.back() = n;
     at::Tensor y = empty_half(sizes, x);
-    launch(t, *s, x.get_device(), x.data_ptr(), w_t.data_ptr(), y.data_ptr(), (int)(x.numel() / k), (int)n, (int)k);
-    if (b) y.add_(*b);
-    return y;
+    if (launch(t, *s, x.get_device(), x.data_ptr(), w_t.data_ptr(), y.data_ptr(), (int)(x.numel() / k), (int)n, (int)k)) {
+      if (b) y.add_(*b);
+      return y;
+    }
   }
   // torch: what nn.Linear's at::linear ends in (addmm/mm on the flattened x), with fewer operator calls
   // (no matmul/reshape composites: a view where x is contiguous). Without w, cuBLAS gets the weight as
@@ -371,13 +394,14 @@ int64_t new_table() {
   return n;
 }
 
-int64_t add_kernel(int64_t handle, py::bytes cubin, int64_t max_smem, bool big_cluster, bool pdl) {
+int64_t add_kernel(int64_t handle, py::bytes cubin, int64_t max_smem, bool big_cluster, bool pdl, bool reentrant) {
   Table& t = table(handle);
   Kernel k;
   k.cubin = cubin;
   k.max_smem = (unsigned)max_smem;
   k.big_cluster = big_cluster;
   k.pdl = pdl && driver_has_pdl();
+  k.reentrant = reentrant;
   t.kernels.push_back(std::move(k));
   return (int64_t)t.kernels.size() - 1;
 }
@@ -432,7 +456,8 @@ TORCH_LIBRARY_IMPL(evo, CPU, m) {  // nothing to launch on the CPU: torch comput
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("new_table", &new_table);
-  m.def("add_kernel", &add_kernel);
+  m.def("add_kernel", &add_kernel, py::arg("handle"), py::arg("cubin"), py::arg("max_smem"), py::arg("big_cluster"),
+        py::arg("pdl"), py::arg("reentrant") = true);
   m.def("add_segment", &add_segment);
   m.def("preload", &preload);
   m.def("driver_has_pdl", &driver_has_pdl);  // what add_kernel applies, so that explain() can say it
