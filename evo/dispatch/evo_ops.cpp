@@ -51,7 +51,11 @@ constexpr size_t kMapCacheLimit = 4096;  // tensor maps kept per table before th
   X(cuModuleGetFunction) \
   X(cuFuncSetAttribute) \
   X(cuTensorMapEncodeTiled) \
-  X(cuLaunchKernelEx)
+  X(cuLaunchKernelEx) \
+  X(cuStreamIsCapturing) \
+  X(cuEventCreate) \
+  X(cuEventRecord) \
+  X(cuStreamWaitEvent)
 
 struct Driver {
 #define EVO_DRIVER_MEMBER(fn) decltype(&::fn) fn;
@@ -126,9 +130,12 @@ struct Kernel {
   bool reentrant;  // false: it keeps a workspace in module globals (split-K), one per device
   std::array<CUfunction, kMaxDevices> function{};  // loaded per device: a split-K workspace per device
   std::array<CUmodule, kMaxDevices> module{};
-  // a kernel that is not reentrant runs only on the first stream it was called on, per device: calls on
-  // two streams at once would share its workspace (wrong results); calls on other streams run torch
-  std::array<CUstream, kMaxDevices> owner{};
+  // A kernel that is not reentrant is serialised across streams, per device: two calls on two streams at
+  // once would share its workspace (wrong results). Each eager launch is recorded in `done`; a launch on
+  // another stream than the last one first waits for it (see launch()).
+  std::array<CUevent, kMaxDevices> done{};
+  std::array<CUstream, kMaxDevices> last_stream{};
+  std::array<bool, kMaxDevices> launched{};
 };
 
 struct MapKey {
@@ -239,9 +246,15 @@ const CUtensorMap& tensor_map(Table& t, const MapSpec& s, const void* ptr, uint6
   return t.maps.emplace(key, map).first->second;
 }
 
-// C[M,N] = A[M,K] B[K,N], row-major fp16 buffers on device. False (nothing launched): the caller runs
-// torch (a kernel that is not reentrant, called on a stream other than its own).
-bool launch(Table& t, const Segment& s, int device, const void* pa, const void* pb, void* pc, int M, int N, int K) {
+// Whether work queued on `stream` now runs now (not captured into a graph). A failed query (the legacy
+// stream while another stream captures) counts as capturing.
+bool eager(CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return drv().cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+// C[M,N] = A[M,K] B[K,N], row-major fp16 buffers on device
+void launch(Table& t, const Segment& s, int device, const void* pa, const void* pb, void* pc, int M, int N, int K) {
   const c10::cuda::CUDAGuard guard((c10::DeviceIndex)device);  // the tensors' device, whatever is current
   const CUstream stream = (CUstream)c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)device).stream();
   CUtensorMap maps[kMaxMaps];
@@ -250,15 +263,20 @@ bool launch(Table& t, const Segment& s, int device, const void* pa, const void* 
   for (size_t i = 0; i < n_maps; ++i) params[6 + i] = &maps[i];
   CUfunction f;
   bool pdl;
+  std::unique_lock<std::mutex> lock(t.mu);  // kept through the launch for a kernel that is serialised
+  Kernel& kernel = t.kernels[s.kernel];
+  // Not reentrant: wait for its last launch on another stream, then launch and record, all under the lock
+  // so that another thread's call waits for this one. Not inside a graph capture (a captured wait on an
+  // event recorded outside it is not allowed): a graph replayed on one stream while eager calls run on
+  // another can still race (docs/export.md).
+  const bool serial = !kernel.reentrant && eager(stream);
   {
-    std::lock_guard<std::mutex> lock(t.mu);
-    Kernel& kernel = t.kernels[s.kernel];
     f = function_for(kernel, device);  // loaded already (preload) but on a new device
     pdl = kernel.pdl;
-    if (!kernel.reentrant) {
-      CUstream& owner = kernel.owner[device];
-      if (!owner) owner = stream;
-      if (owner != stream) return false;
+    if (serial) {
+      if (!kernel.done[device]) check(drv().cuEventCreate(&kernel.done[device], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+      if (kernel.launched[device] && kernel.last_stream[device] != stream)
+        check(drv().cuStreamWaitEvent(stream, kernel.done[device], 0), "waiting for the kernel's last launch");
     }
     LastLaunch& last = s.last;
     if (last.m != M || last.ptr[0] != pa || last.ptr[1] != pb || last.ptr[2] != pc) {
@@ -274,6 +292,7 @@ bool launch(Table& t, const Segment& s, int device, const void* pa, const void* 
     }
     std::copy(last.maps.begin(), last.maps.end(), maps);
   }
+  if (!serial) lock.unlock();
   CUlaunchConfig cfg = {};
   cfg.gridDimX = s.grid[0], cfg.gridDimY = s.grid[1], cfg.gridDimZ = s.grid[2];
   cfg.blockDimX = s.block[0], cfg.blockDimY = s.block[1], cfg.blockDimZ = s.block[2];
@@ -293,7 +312,10 @@ bool launch(Table& t, const Segment& s, int device, const void* pa, const void* 
     a.value.programmaticStreamSerializationAllowed = 1;
   }
   check(drv().cuLaunchKernelEx(&cfg, f, params, nullptr), "launching hgemm (cuLaunchKernelEx)");
-  return true;
+  if (serial) {
+    check(drv().cuEventRecord(kernel.done[device], stream), "recording the kernel's launch");
+    kernel.last_stream[device] = stream, kernel.launched[device] = true;
+  }
 }
 
 // Under torch.autocast to another dtype than fp16 (bf16), torch returns that dtype: torch runs.
@@ -318,9 +340,7 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, int64_t handle) {
   const Segment* s = wants_grad(a, b) || autocast_elsewhere() ? nullptr : route(t, a, b);
   if (!s) return at::matmul(a, b);
   at::Tensor c = empty_half({a.size(0), b.size(1)}, a);
-  if (!launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), c.data_ptr(), (int)a.size(0), (int)b.size(1),
-              (int)a.size(1)))
-    return at::matmul(a, b);
+  launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), c.data_ptr(), (int)a.size(0), (int)b.size(1), (int)a.size(1));
   return c;
 }
 
@@ -328,10 +348,12 @@ void matmul_out(const at::Tensor& a, const at::Tensor& b, int64_t handle, at::Te
   Table& t = table(handle);
   // (torch says why out= cannot have a gradient)
   const Segment* s = wants_grad(a, b) || autocast_elsewhere() ? nullptr : route(t, a, b);
-  if (!s || !usable(out, a.device()) || out.size(0) != a.size(0) || out.size(1) != b.size(1) ||
-      !launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), out.data_ptr(), (int)a.size(0), (int)b.size(1),
-              (int)a.size(1)))
+  if (!s || !usable(out, a.device()) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) {
     at::matmul_out(out, a, b);
+    return;
+  }
+  launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), out.data_ptr(), (int)a.size(0), (int)b.size(1),
+         (int)a.size(1));
 }
 
 // a @ b, or into out: the pybind entry point of Dispatcher.matmul (returns out when given)
@@ -365,10 +387,9 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w_t, const c10::optiona
     at::DimVector sizes(x.sizes());
     sizes.back() = n;
     at::Tensor y = empty_half(sizes, x);
-    if (launch(t, *s, x.get_device(), x.data_ptr(), w_t.data_ptr(), y.data_ptr(), (int)(x.numel() / k), (int)n, (int)k)) {
-      if (b) y.add_(*b);
-      return y;
-    }
+    launch(t, *s, x.get_device(), x.data_ptr(), w_t.data_ptr(), y.data_ptr(), (int)(x.numel() / k), (int)n, (int)k);
+    if (b) y.add_(*b);
+    return y;
   }
   // torch: what nn.Linear's at::linear ends in (addmm/mm on the flattened x), with fewer operator calls
   // (no matmul/reshape composites: a view where x is contiguous). Without w, cuBLAS gets the weight as
