@@ -335,3 +335,31 @@ def test_a_compiled_matmul_gives_gradients(d):
     b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
     f(a, b).float().sum().backward()
     torch.testing.assert_close(a.grad, b.sum(1).expand(64, -1).to(a.grad.dtype), atol=0.5, rtol=2e-2)
+
+
+def test_a_split_k_kernel_on_two_streams_at_once_stays_correct(d):
+    # its workspace is a module global: eager launches on two streams are serialised (docs/export.md)
+    n, k, m = 512, 4096, 100
+    b = torch.randn(k, n, dtype=torch.float16, device="cuda")
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    for s in streams:
+        s.wait_stream(torch.cuda.current_stream())
+    outs = []
+    with torch.no_grad():
+        for _ in range(20):
+            for s in streams:
+                with torch.cuda.stream(s):
+                    a = torch.randn(m, k, dtype=torch.float16, device="cuda")
+                    outs.append((a, d.matmul(a, b)))
+    torch.cuda.synchronize()
+    for a, c in outs:
+        _check(c, a, b)
+
+
+def test_under_autocast_to_bf16_torch_runs_and_returns_bf16(d):
+    a = torch.randn(64, 1024, dtype=torch.float16, device="cuda")
+    b = torch.randn(1024, 1024, dtype=torch.float16, device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16), torch.no_grad():
+        assert d.matmul(a, b).dtype == torch.bfloat16
+        assert d.explain(a, b).startswith("torch: torch.autocast to bfloat16")
+    assert d.explain(a, b).startswith("evo:")
