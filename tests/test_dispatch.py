@@ -373,7 +373,7 @@ def _fake_build_env(monkeypatch, tmp_path, *, preload_error: str | None = None, 
         {"M": 16, "N": 256, "K": 512, "file": "k16.cu", "cubin": None, "nvcc_flags": ["-arch=sm_90a"], "pdl": True},
         {"M": 64, "N": 256, "K": 512, "file": "k64.cu", "cubin": "k64.cubin", "nvcc_flags": [], "pdl": True,
          **({} if reentrant is None else {"reentrant": reentrant})}]}))
-    seen: dict = {"tables": 0, "kernels": [], "segments": []}
+    seen: dict = {"tables": 0, "kernels": [], "segments": [], "capturing": False}
 
     def preload(handle, device):
         if preload_error:
@@ -387,7 +387,8 @@ def _fake_build_env(monkeypatch, tmp_path, *, preload_error: str | None = None, 
         preload=preload, driver_has_pdl=lambda: True, matmul="ext.matmul", linear="ext.linear")
     monkeypatch.setattr(extension, "_state", {"module": ext})
     monkeypatch.setattr(extension, "_cuda_home", lambda: None)
-    cuda = types.SimpleNamespace(current_device=lambda: 0, get_device_name=lambda d=None: "NVIDIA H200")
+    cuda = types.SimpleNamespace(current_device=lambda: 0, get_device_name=lambda d=None: "NVIDIA H200",
+                                 is_current_stream_capturing=lambda: seen["capturing"])
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
     return seen
 
@@ -425,3 +426,11 @@ def test_explain_names_an_input_that_needs_a_gradient():
     a = _Stand((16, 512))
     a.requires_grad = True
     assert tensor_problem(a, _Stand((512, 256))) == "an input needs a gradient (the kernels have no backward)"
+
+
+def test_a_first_call_inside_a_graph_capture_says_to_configure_before_it(tmp_path, monkeypatch):
+    seen = _fake_build_env(monkeypatch, tmp_path, reentrant=True)
+    seen["capturing"] = True
+    with pytest.raises(EvoError, match="configure"):
+        Dispatcher(tmp_path, checked=False).build()
+    assert seen["tables"] == 0  # nothing loaded, nothing half-built

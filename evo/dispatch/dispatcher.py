@@ -109,6 +109,11 @@ class Dispatcher:
         if ext is None:
             return None
         import torch
+        compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)()
+        if compiling or torch.cuda.is_current_stream_capturing():
+            raise EvoError("evo.dispatch: the first call came inside a CUDA graph capture or torch.compile, where "
+                           "its kernels cannot be loaded: call evo.dispatch.configure(folder) (which loads them) or "
+                           "Dispatcher.build() before capturing or compiling")
         device = torch.cuda.current_device()
         self.gpu = torch.cuda.get_device_name(device)
         handle = ext.new_table()
@@ -258,8 +263,18 @@ def _autocast_dtype() -> str | None:
 
 
 def configure(directory: str | os.PathLike, *, checked: bool = True, pdl: bool = True) -> Dispatcher:
+    """Use the export in `directory` for evo.dispatch's calls. Where torch sees a CUDA GPU, the extension
+    is built (the first time, about a minute; cached after) and the kernels loaded now, not at the first
+    call: that call may come inside a CUDA graph capture or torch.compile, where they cannot be."""
     global _default
     _default = Dispatcher(directory, checked=checked, pdl=pdl)
+    try:
+        import torch
+        cuda = torch.cuda.is_available()
+    except ImportError:
+        cuda = False
+    if cuda:
+        _default.functions()
     return _default
 
 
