@@ -34,6 +34,7 @@ CASES = (
     Case("bad_hang.cu", SMALL, Status.TIMEOUT),
     Case("bad_oob_near.cu", SMALL, Status.MEMORY_VIOLATION),
     Case("bad_oob_far.cu", SMALL, Status.FAULT),
+    Case("bad_oob_read.cu", SMALL, Status.INCORRECT),
     Case("bad_misaligned.cu", SMALL, Status.FAULT),
     Case("bad_partial.cu", SMALL, Status.INCORRECT),
     Case("bad_writes_input.cu", SMALL, Status.MEMORY_VIOLATION),
