@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 from evo.archive import Archive
@@ -27,6 +28,15 @@ log = logging.getLogger(__name__)
 FORMAT = "evo-export/2"
 DEFAULT_NUM_SMS = 132  # H100/H200 SXM, when the archive recorded no SM count
 
+_DEVICE_VARIABLE = re.compile(r"^\s*(?:static\s+)?__(?:device|managed)__\b(?:\s+__align__\(\d+\))?[^(;{]*;", re.M)
+
+
+def keeps_module_state(source: str) -> bool:
+    """Whether a kernel keeps state in module globals (`__device__` or `__managed__` variables, such as
+    split-K's workspace), so that two of its launches at once share it: a declaration ending in `;` with
+    no parenthesis before it (functions have one). Over-counting errs safe: evo.dispatch serialises such
+    kernels across streams (docs/export.md)."""
+    return bool(_DEVICE_VARIABLE.search(source))
 
 def compile_all(compiler: Compiler, sources: dict[str, str]) -> dict[str, tuple[CompileResult, bool]]:
     """kernel id -> (its compile, whether evo.dispatch may launch it as a programmatic dependent: its PTX
@@ -94,7 +104,7 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
             "nvcc_flags": flags, "grid": launch["grid"], "block": launch["block"], "smem": launch["smem"],
             "cluster": launch["cluster"], "tensor_maps": launch.get("tensor_maps", []),
             "abi": f"hgemm({', '.join(params)})",
-            "reentrant": "evo_splitk_ws" not in source,  # split-K kernels share a module-level workspace
+            "reentrant": not keeps_module_state(source),  # e.g. split-K's workspace: evo.dispatch serialises it
             "pdl": r["kernel_id"] in compiled and compiled[r["kernel_id"]][1],
             "time_ms": r["time_ms"], "timing_mode": r["mode"], "library_ms": r["libraries"],
             "speedup": r["speedup"], "best_library": r["best_library"], "roofline_fraction": r["roofline_fraction"],

@@ -402,6 +402,9 @@ def test_a_kernel_that_cannot_be_had_runs_torch_with_one_warning_naming_its_file
     assert seen["segments"] and {k for _, _, k in seen["segments"]} == {0} and min(lo for lo, _, _ in seen["segments"]) == 17
     (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert "k16.cu" in warning and "nvcc" in warning and "run torch" in warning
+    n, k = d.tables[0]["N"], d.tables[0]["K"]
+    assert d.explain(_Stand((16, k)), _Stand((k, n))).startswith("torch: kernel k16 is not available here (nvcc failed")
+    assert d.explain(_Stand((64, k)), _Stand((k, n))).startswith("evo:")
 
 
 def test_kernels_this_gpu_cannot_load_leave_torch_running_every_call_and_explain_says_why(tmp_path, monkeypatch):
@@ -434,3 +437,16 @@ def test_a_first_call_inside_a_graph_capture_says_to_configure_before_it(tmp_pat
     with pytest.raises(EvoError, match="configure"):
         Dispatcher(tmp_path, checked=False).build()
     assert seen["tables"] == 0  # nothing loaded, nothing half-built
+
+
+def test_a_kernel_with_module_state_is_exported_as_not_reentrant():
+    # by its declarations, not by the name of split-K's workspace: an evolved kernel may name its own
+    from evo.export import keeps_module_state
+    from evo.families import FAMILIES
+    hopper = FAMILIES["hopper"]
+    assert keeps_module_state(hopper.render(dict(hopper.default, SPLIT_K=2, PERSISTENT=0)))
+    assert not keeps_module_state(hopper.render(dict(hopper.default)))
+    assert keeps_module_state("__device__ unsigned int launches;\n")
+    assert keeps_module_state("static __device__ __align__(16) float scratch[4096];\n")
+    assert not keeps_module_state("__device__ __forceinline__ float twice(float x) { return 2 * x; }\n")
+    assert not keeps_module_state("__device__ float twice(\n    float x);\n")

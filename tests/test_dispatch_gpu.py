@@ -11,6 +11,7 @@ import pytest
 
 from evo.core.dispatch_table import build_tables
 from evo.core.kernel import parse_declaration, waits_first_in_ptx
+from evo.export import keeps_module_state
 from evo.families import FAMILIES
 
 pytestmark = pytest.mark.gpu
@@ -35,7 +36,8 @@ def export_dir(tmp_path_factory, compiler):
             name = f"hgemm_{m}x{n}x{k}"
             (folder / f"{name}.cu").write_text(source)
             (folder / f"{name}.cubin").write_bytes(res.cubin)
-            entries.append({"M": m, "N": n, "K": k, "file": f"{name}.cu", "cubin": f"{name}.cubin", "pdl": pdl})
+            entries.append({"M": m, "N": n, "K": k, "file": f"{name}.cu", "cubin": f"{name}.cubin", "pdl": pdl,
+                            "reentrant": not keeps_module_state(source)})  # as evo export records it
             cells.append({"M": m, "N": n, "K": k, "name": name, "decl": parse_declaration(source),
                           "recorded_speedup": 2.0})  # routed, not measured: see the module docstring
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -363,3 +365,23 @@ def test_under_autocast_to_bf16_torch_runs_and_returns_bf16(d):
         assert d.matmul(a, b).dtype == torch.bfloat16
         assert d.explain(a, b).startswith("torch: torch.autocast to bfloat16")
     assert d.explain(a, b).startswith("evo:")
+
+
+def test_a_fresh_thread_whose_first_cuda_work_is_an_evo_call(d):
+    import threading
+    a = torch.randn(100, 4096, dtype=torch.float16, device="cuda")  # M = 100 of the split-K range
+    b = torch.randn(4096, 512, dtype=torch.float16, device="cuda")
+    torch.cuda.synchronize()
+    out: dict = {}
+
+    def call():
+        try:
+            out["c"] = d.matmul(a, b)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 -- reported below
+            out["error"] = f"{type(e).__name__}: {e}"
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join()
+    assert "error" not in out, out["error"]
+    _check(out["c"], a, b)

@@ -50,6 +50,7 @@ class Dispatcher:
         self.gpu: str | None = None  # the name of the GPU the C++ table was built for
         self.driver_pdl: bool | None = None  # whether this driver takes PDL launches (known once built)
         self.why_not_built: str | None = None  # why no table could be built, where the extension itself loaded
+        self.unavailable: dict[str, str] = {}  # kernels that could not be had here, and why (their ranges run torch)
 
     def route(self, m: int, n: int, k: int, *, gpu: str | None = None) -> tuple[dict | None, str]:
         """(launch segment or None for torch, reason) for a call of shape (m, n, k) on `gpu`."""
@@ -63,7 +64,7 @@ class Dispatcher:
         if self.build() is None:
             return False
         gpu = self.gpu if self.checked else None
-        return any(rng["segments"] and not why_unused(rng, gpu)
+        return any(rng["segments"] and not why_unused(rng, gpu) and rng["kernel"] not in self.unavailable
                    for t in self.tables if t["N"] == n and t["K"] == k for rng in t["ranges"])
 
     def slower_layout(self, n: int, k: int) -> tuple[bool | None, str]:
@@ -132,6 +133,7 @@ class Dispatcher:
                         log.warning(f"evo.dispatch: kernel {rng['kernel']} ({entry['file']}) is not available, "
                                     f"its ranges run torch: {e}")
                         index[rng["kernel"]] = None
+                        self.unavailable[rng["kernel"]] = str(e)
                         continue
                     # an entry without `reentrant` (an older export) is taken as not reentrant: the safe side
                     index[rng["kernel"]] = ext.add_kernel(handle, cubin, max(s["smem"] for s in segs), big,
@@ -179,6 +181,8 @@ class Dispatcher:
         rng, seg, reason = find(self.tables, a.shape[0], b.shape[1], a.shape[1], gpu=self.gpu if self.checked else None)
         if rng is None or seg is None:
             return f"torch: {reason}"
+        if rng["kernel"] in self.unavailable:
+            return f"torch: kernel {rng['kernel']} is not available here ({self.unavailable[rng['kernel']][:300]})"
         pdl = " (programmatic dependent launch)" if self.launches_pdl(self.kernels[rng["kernel"]]) else ""
         return (f"evo: {reason}; launch grid {seg['grid']} block {seg['block']} for M {seg['m_lo']}-{seg['m_hi']}"
                 f"{pdl}")

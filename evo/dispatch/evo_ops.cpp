@@ -198,6 +198,8 @@ CUfunction function_for(Kernel& k, int device) {
   if (k.big_cluster)
     check(drv().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
           "allowing a non-portable cluster size");
+  if (!k.reentrant)  // here, where this device's context is current (launch() records it, see Kernel)
+    check(drv().cuEventCreate(&k.done[device], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
   k.module[device] = mod;
   k.function[device] = f;
   return f;
@@ -253,8 +255,10 @@ bool eager(CUstream stream) {
   return drv().cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-// C[M,N] = A[M,K] B[K,N], row-major fp16 buffers on device
-void launch(Table& t, const Segment& s, int device, const void* pa, const void* pb, void* pc, int M, int N, int K) {
+// C[M,N] = A[M,K] B[K,N], row-major fp16 buffers on device. False (nothing launched): the caller runs
+// torch, where the kernel is not loaded on this device yet and the stream is being captured into a graph
+// (a module cannot be loaded during a capture).
+bool launch(Table& t, const Segment& s, int device, const void* pa, const void* pb, void* pc, int M, int N, int K) {
   const c10::cuda::CUDAGuard guard((c10::DeviceIndex)device);  // the tensors' device, whatever is current
   const CUstream stream = (CUstream)c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)device).stream();
   CUtensorMap maps[kMaxMaps];
@@ -269,12 +273,12 @@ void launch(Table& t, const Segment& s, int device, const void* pa, const void* 
   // so that another thread's call waits for this one. Not inside a graph capture (a captured wait on an
   // event recorded outside it is not allowed): a graph replayed on one stream while eager calls run on
   // another can still race (docs/export.md).
+  if (!kernel.function[device] && !eager(stream)) return false;
   const bool serial = !kernel.reentrant && eager(stream);
   {
     f = function_for(kernel, device);  // loaded already (preload) but on a new device
     pdl = kernel.pdl;
     if (serial) {
-      if (!kernel.done[device]) check(drv().cuEventCreate(&kernel.done[device], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
       if (kernel.launched[device] && kernel.last_stream[device] != stream)
         check(drv().cuStreamWaitEvent(stream, kernel.done[device], 0), "waiting for the kernel's last launch");
     }
@@ -316,6 +320,7 @@ void launch(Table& t, const Segment& s, int device, const void* pa, const void* 
     check(drv().cuEventRecord(kernel.done[device], stream), "recording the kernel's launch");
     kernel.last_stream[device] = stream, kernel.launched[device] = true;
   }
+  return true;
 }
 
 // Under torch.autocast to another dtype than fp16 (bf16), torch returns that dtype: torch runs.
@@ -340,7 +345,9 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, int64_t handle) {
   const Segment* s = wants_grad(a, b) || autocast_elsewhere() ? nullptr : route(t, a, b);
   if (!s) return at::matmul(a, b);
   at::Tensor c = empty_half({a.size(0), b.size(1)}, a);
-  launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), c.data_ptr(), (int)a.size(0), (int)b.size(1), (int)a.size(1));
+  if (!launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), c.data_ptr(), (int)a.size(0), (int)b.size(1),
+              (int)a.size(1)))
+    return at::matmul(a, b);
   return c;
 }
 
@@ -348,12 +355,10 @@ void matmul_out(const at::Tensor& a, const at::Tensor& b, int64_t handle, at::Te
   Table& t = table(handle);
   // (torch says why out= cannot have a gradient)
   const Segment* s = wants_grad(a, b) || autocast_elsewhere() ? nullptr : route(t, a, b);
-  if (!s || !usable(out, a.device()) || out.size(0) != a.size(0) || out.size(1) != b.size(1)) {
+  if (!s || !usable(out, a.device()) || out.size(0) != a.size(0) || out.size(1) != b.size(1) ||
+      !launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), out.data_ptr(), (int)a.size(0), (int)b.size(1),
+              (int)a.size(1)))
     at::matmul_out(out, a, b);
-    return;
-  }
-  launch(t, *s, a.get_device(), a.data_ptr(), b.data_ptr(), out.data_ptr(), (int)a.size(0), (int)b.size(1),
-         (int)a.size(1));
 }
 
 // a @ b, or into out: the pybind entry point of Dispatcher.matmul (returns out when given)
@@ -387,9 +392,10 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w_t, const c10::optiona
     at::DimVector sizes(x.sizes());
     sizes.back() = n;
     at::Tensor y = empty_half(sizes, x);
-    launch(t, *s, x.get_device(), x.data_ptr(), w_t.data_ptr(), y.data_ptr(), (int)(x.numel() / k), (int)n, (int)k);
-    if (b) y.add_(*b);
-    return y;
+    if (launch(t, *s, x.get_device(), x.data_ptr(), w_t.data_ptr(), y.data_ptr(), (int)(x.numel() / k), (int)n, (int)k)) {
+      if (b) y.add_(*b);
+      return y;
+    }
   }
   // torch: what nn.Linear's at::linear ends in (addmm/mm on the flattened x), with fewer operator calls
   // (no matmul/reshape composites: a view where x is contiguous). Without w, cuBLAS gets the weight as
@@ -477,8 +483,7 @@ TORCH_LIBRARY_IMPL(evo, CPU, m) {  // nothing to launch on the CPU: torch comput
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("new_table", &new_table);
-  m.def("add_kernel", &add_kernel, py::arg("handle"), py::arg("cubin"), py::arg("max_smem"), py::arg("big_cluster"),
-        py::arg("pdl"), py::arg("reentrant") = true);
+  m.def("add_kernel", &add_kernel);  // reentrant: required (dispatcher.py takes a missing one as false)
   m.def("add_segment", &add_segment);
   m.def("preload", &preload);
   m.def("driver_has_pdl", &driver_has_pdl);  // what add_kernel applies, so that explain() can say it

@@ -126,16 +126,19 @@ def _register_substitutes(module: ModuleType) -> None:
     linear_op, matmul_op, matmul_out_op = (torch.ops.evo.linear.default, torch.ops.evo.matmul.default,
                                            torch.ops.evo.matmul_out.default)
 
+    def autocast_elsewhere() -> bool:  # as evo_ops.cpp: under autocast to bf16 torch runs (and returns bf16)
+        return torch.is_autocast_enabled("cuda") and torch.get_autocast_dtype("cuda") != torch.float16
+
     @substitute(module.linear, skip_signature_check=True)
     def _linear(x, w_t, bias, handle, w=None):
-        if torch.is_grad_enabled() and (x.requires_grad or w_t.requires_grad or (bias is not None and bias.requires_grad)
-                                        or (w is not None and w.requires_grad)):
+        if (torch.is_grad_enabled() and (x.requires_grad or w_t.requires_grad or (bias is not None and bias.requires_grad)
+                                         or (w is not None and w.requires_grad))) or autocast_elsewhere():
             return F.linear(x, w_t.t() if w is None else w, bias)
         return linear_op(x, w_t, bias, handle, w)
 
     @substitute(module.matmul, skip_signature_check=True)
     def _matmul(a, b, out, handle):
-        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):  # the operators have no backward
+        if (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)) or autocast_elsewhere():  # no backward
             return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
         if out is None:
             return matmul_op(a, b, handle)

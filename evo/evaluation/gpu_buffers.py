@@ -33,10 +33,10 @@ class Harness(Protocol):
     clock: Any
 
 GUARD_BYTES = 1 << 20
-# 0xFFFF reads as an fp16 NaN: a kernel that reads past its inputs into a guard zone gets NaN outputs, which
-# fail the check (0xA5A5, before session 23, read as -0.026 and passed unnoticed); writes change the bytes
-# (no arithmetic gives this NaN: the GPU's own is 0x7FFF)
-GUARD_BYTE = 0xFF
+# 0x7D7D reads as an fp16 NaN: a kernel that reads past its inputs into a guard zone gets NaN outputs, which
+# fail the check (0xA5A5, before session 23, read as -0.026 and passed unnoticed). Writes change the bytes:
+# no arithmetic gives this NaN (the GPU's own is 0x7FFF), nor do -1 or all-ones fills
+GUARD_BYTE = 0x7D
 MAX_ROTATING_SETS = 8192
 TIMING_BYTES = 1 << 30  # timing buffers up to 1 GiB: more sets, fewer pauses between timed chunks
 PROJECTION_BYTES = 1 << 28  # working memory of one group of the projection check
@@ -235,6 +235,7 @@ class TimingSets:
         # kernel did; docs/correctness.md, "Known gaps", for what remains: a kernel that learns the order)
         self.a_of = list(range(self.n))
         self._pick.shuffle(self.a_of)
+        self._gather = self.a_of != list(range(self.n))  # the reference gathers A (not where in order: one set)
         with torch.cuda.stream(harness.stream):
             self._a_index = torch.tensor(self.a_of, dtype=torch.long, device=self.device)
             self.A = torch.empty(self.n, M, K, dtype=torch.float16, device=self.device)
@@ -252,9 +253,10 @@ class TimingSets:
         libraries' sets build it too, though their verdicts go unread: the same work between chunks
         keeps the GPU's clock alike for kernels and libraries (gpu_timing.time_sealed)."""
         pick = slice(None) if i is None else slice(i, i + 1)
+        pick_a = pick if i is None else slice(self.a_of[i], self.a_of[i] + 1)  # set i's A
         chosen = list(range(self.n)) if i is None else [i]
         with torch.cuda.stream(self.h.stream):
-            self.A[pick].normal_(generator=self.gen)
+            self.A[pick_a].normal_(generator=self.gen)
             self.B[pick].normal_(generator=self.gen)
             self._ref = self._reference(chosen)
             # the elementwise check's set, chosen now by the host and its inputs kept as written
@@ -266,10 +268,11 @@ class TimingSets:
         state = self.gen.get_state()
         self._x.normal_(generator=self.gen)
         want = None
+        a_of = self._a_index if self._gather else None
         if len(chosen) == self.n:
-            want = self._graphed("want", lambda: projection_wants(self.A, self.B, chosen, self._x, self._a_index))
+            want = self._graphed("want", lambda: projection_wants(self.A, self.B, chosen, self._x, a_of))
         if want is None:
-            want = projection_wants(self.A, self.B, chosen, self._x, self._a_index)
+            want = projection_wants(self.A, self.B, chosen, self._x, a_of)
         self._x.zero_()
         return Reference(chosen, want, state)
 
