@@ -50,6 +50,7 @@ CASES = (
     Case("bad_launch_count.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
     Case("bad_launch_zeros.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
     Case("bad_rewrites_inputs.cu", LARGE_K, Status.INCORRECT_AFTER_TIMING),
+    Case("bad_look_ahead.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
     # faults that used to surface as worker_error
     Case("bad_fault_big.cu", SMALL, Status.OK),
     Case("bad_fault_big.cu", LARGE_K, Status.FAULT),
