@@ -450,3 +450,12 @@ def test_a_kernel_with_module_state_is_exported_as_not_reentrant():
     assert keeps_module_state("static __device__ __align__(16) float scratch[4096];\n")
     assert not keeps_module_state("__device__ __forceinline__ float twice(float x) { return 2 * x; }\n")
     assert not keeps_module_state("__device__ float twice(\n    float x);\n")
+
+
+def test_without_torch_the_torch_parts_say_what_to_install():
+    import importlib.util
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed here")
+    import evo.dispatch
+    with pytest.raises(EvoError, match="needs torch"):
+        evo.dispatch.patch  # noqa: B018 -- the attribute itself imports torch

@@ -13,7 +13,8 @@ the kernel that the export's dispatch table gives for its (N, K) and M on the cu
 runs torch for everything else: another shape, dtype or device, a
 non-contiguous or misaligned tensor, an M outside the exported ranges, or a range whose kernel was
 not re-checked faster than torch on this GPU (`evo export --verify`; evo.core.dispatch_table).
-Kernels that split K keep one workspace per device: do not run one on several streams at once.
+Kernels that split K keep one workspace per device: their eager launches are serialised across streams
+(docs/export.md).
 """
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ __all__ = ["Dispatcher", "Linear", "configure", "default", "explain", "matmul", 
 
 def __getattr__(name: str):  # Linear, patch and memory_report need torch: imported only when asked for
     if name in ("Linear", "patch", "memory_report"):
-        from evo.dispatch import linear
+        try:
+            from evo.dispatch import linear
+        except ModuleNotFoundError as e:
+            if e.name != "torch":
+                raise
+            from evo.core.errors import EvoError
+            raise EvoError(f"evo.dispatch.{name} needs torch, which is not installed here: pip install "
+                           f"'evo-hgemm[gpu]' on the GPU machine") from None
         return getattr(linear, name)
     raise AttributeError(f"module 'evo.dispatch' has no attribute {name!r}")
