@@ -161,9 +161,10 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
                  + format_bucket_table(summary), extra=RESULT)
         if c.sweep.budget > 1:
             log.info(f"each shape's ratio is its fastest of up to {c.sweep.budget} kernel timings against the one "
-                     f"stored timing of each library on that GPU, which favours the kernels (docs/timing.md, known "
-                     f"gaps); `evo bench kernels_of={c.archive.path}` times each shape's best again beside the "
-                     f"libraries, one timing each", extra=RESULT)
+                     f"stored timing of each library on that GPU: the best of many draws favours the kernels, and on "
+                     f"small shapes a re-timing has read the same kernels faster than a sweep did (docs/timing.md, "
+                     f"known gaps); `evo bench kernels_of={c.archive.path}` times each shape's best again beside "
+                     f"the libraries, one timing each", extra=RESULT)
         if failures:
             log.info("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items())))
         if raced:
