@@ -265,37 +265,31 @@ bool launch(Table& t, const Segment& s, int device, const void* pa, const void* 
   void* params[6 + kMaxMaps] = {&pa, &pb, &pc, &M, &N, &K};
   const size_t n_maps = s.maps.size();
   for (size_t i = 0; i < n_maps; ++i) params[6 + i] = &maps[i];
-  CUfunction f;
-  bool pdl;
   std::unique_lock<std::mutex> lock(t.mu);  // kept through the launch for a kernel that is serialised
   Kernel& kernel = t.kernels[s.kernel];
+  if (!kernel.function[device] && !eager(stream)) return false;  // no module load during a capture: torch runs
   // Not reentrant: wait for its last launch on another stream, then launch and record, all under the lock
   // so that another thread's call waits for this one. Not inside a graph capture (a captured wait on an
   // event recorded outside it is not allowed): a graph replayed on one stream while eager calls run on
   // another can still race (docs/export.md).
-  if (!kernel.function[device] && !eager(stream)) return false;
-  const bool serial = !kernel.reentrant && eager(stream);
-  {
-    f = function_for(kernel, device);  // loaded already (preload) but on a new device
-    pdl = kernel.pdl;
-    if (serial) {
-      if (kernel.launched[device] && kernel.last_stream[device] != stream)
-        check(drv().cuStreamWaitEvent(stream, kernel.done[device], 0), "waiting for the kernel's last launch");
+  const bool serial = !kernel.reentrant && eager(stream);  // (reentrant kernels pay no capture query)
+  const CUfunction f = function_for(kernel, device);  // loaded already (preload) but on a new device
+  const bool pdl = kernel.pdl;
+  if (serial && kernel.launched[device] && kernel.last_stream[device] != stream)
+    check(drv().cuStreamWaitEvent(stream, kernel.done[device], 0), "waiting for the kernel's last launch");
+  LastLaunch& last = s.last;
+  if (last.m != M || last.ptr[0] != pa || last.ptr[1] != pb || last.ptr[2] != pc) {
+    last.maps.resize(n_maps);
+    for (size_t i = 0; i < n_maps; ++i) {
+      const MapSpec& m = s.maps[i];
+      // A[M,K], B[K,N], C[M,N], all row-major
+      const void* ptr = m.operand == 0 ? pa : m.operand == 1 ? pb : pc;
+      const uint64_t rows = m.operand == 1 ? K : M, cols = m.operand == 0 ? K : N;
+      last.maps[i] = tensor_map(t, m, ptr, rows, cols);
     }
-    LastLaunch& last = s.last;
-    if (last.m != M || last.ptr[0] != pa || last.ptr[1] != pb || last.ptr[2] != pc) {
-      last.maps.resize(n_maps);
-      for (size_t i = 0; i < n_maps; ++i) {
-        const MapSpec& m = s.maps[i];
-        // A[M,K], B[K,N], C[M,N], all row-major
-        const void* ptr = m.operand == 0 ? pa : m.operand == 1 ? pb : pc;
-        const uint64_t rows = m.operand == 1 ? K : M, cols = m.operand == 0 ? K : N;
-        last.maps[i] = tensor_map(t, m, ptr, rows, cols);
-      }
-      last.ptr[0] = pa, last.ptr[1] = pb, last.ptr[2] = pc, last.m = M;
-    }
-    std::copy(last.maps.begin(), last.maps.end(), maps);
+    last.ptr[0] = pa, last.ptr[1] = pb, last.ptr[2] = pc, last.m = M;
   }
+  std::copy(last.maps.begin(), last.maps.end(), maps);
   if (!serial) lock.unlock();
   CUlaunchConfig cfg = {};
   cfg.gridDimX = s.grid[0], cfg.gridDimY = s.grid[1], cfg.gridDimZ = s.grid[2];
