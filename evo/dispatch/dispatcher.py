@@ -95,11 +95,6 @@ class Dispatcher:
                 raise EvoError(f"nvcc failed on {entry['file']}: {(done.stderr or done.stdout).strip()[-800:]}")
             return out.read_bytes()
 
-    def _give_up(self, why: str) -> None:
-        """No table here (torch runs every call, explain() says why): warned once, not raised at every call."""
-        log.warning(why)
-        self.why_not_built = why
-
     def build(self) -> int | None:
         """The C++ table handle (built and loaded on the current device on first call), or None when
         the extension is not available (then torch runs every call; extension.why_not() says why)."""
@@ -146,9 +141,11 @@ class Dispatcher:
         try:
             ext.preload(handle, device)  # module loads cannot happen inside a CUDA-graph capture
         except RuntimeError as e:  # a cubin this GPU or driver cannot load (an export made for another)
-            self._give_up(f"evo.dispatch: the kernels of {self.dir} could not be loaded on {self.gpu} "
-                          f"({str(e).strip()[:300]}); every matmul runs in torch. Export and re-check "
-                          f"(evo export --verify) on this GPU")
+            # no table here: warned once, remembered (explain says why), not raised at every call
+            self.why_not_built = (f"evo.dispatch: the kernels of {self.dir} could not be loaded on {self.gpu} "
+                                  f"({str(e).strip()[:300]}); every matmul runs in torch. Export and re-check "
+                                  f"(evo export --verify) on this GPU")
+            log.warning(self.why_not_built)
             return None
         self.driver_pdl = bool(ext.driver_has_pdl())
         self.handle = handle
