@@ -123,7 +123,7 @@ def test_honest_subnormal_and_zero_outputs_of_1x1x1_pass(monkeypatch):
 
 
 def look_ahead(s, width=4):
-    """The red-team kernel (benchmarks/session23/review/attack_lookahead.cu) on the CPU: launches in order;
+    """The red-team kernel (evo selftest's bad_look_ahead.cu) on the CPU: launches in order;
     a launch whose output is already written returns at once, any other computes its own set and the
     next width-1 sets' outputs, finding their inputs by pointer arithmetic (A, B and C of set j at j
     times a set's size from the first)."""
