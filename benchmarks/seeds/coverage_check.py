@@ -4,7 +4,7 @@ the llm_layers set and unaligned shapes (tails), with each family's top shortlis
 check, no timing. A failure prints the shape, configuration and the evaluator's message.
 
 Configurations outside the shortlists are added from EXTRA (the hopper multicast pairs, tail splits,
-transposed products, stream-K and the TMA store).
+transposed products, stream-K, the TMA store and ping-pong consumers).
 Usage (GPU machine): python3 benchmarks/seeds/coverage_check.py OUT_DIR [FAMILY ...]
 With EVO_COVERAGE_ONLY=GENE (for example TMA_STORE), only the configurations where that gene is set
 (non-zero) are checked: a new feature's coverage in a few minutes.
@@ -54,7 +54,14 @@ EXTRA = {"hopper": [dict(FAMILIES["hopper"].default, CLUSTER_M=2),
                     # shortlist's K <= 256 pick), one beside 2 CTAs per SM, two on one consumer's 64x64 tiles
                     dict(FAMILIES["hopper"].default, TMA_STORE=2),
                     dict(FAMILIES["hopper"].default, BM=128, BN=128, CONSUMERS=1, STAGES=3, CTAS_PER_SM=2, TMA_STORE=1),
-                    dict(FAMILIES["hopper"].default, BM=64, BN=64, CONSUMERS=1, STAGES=7, TMA_STORE=2)]}
+                    dict(FAMILIES["hopper"].default, BM=64, BN=64, CONSUMERS=1, STAGES=7, TMA_STORE=2),
+                    # ping-pong consumers (benchmarks/session24): ordered and unordered, every tile shape a
+                    # consumer can own whole, with and without the TMA store
+                    dict(FAMILIES["hopper"].default, BM=128, BN=128, STAGES=6, PINGPONG=1),
+                    dict(FAMILIES["hopper"].default, BM=64, BN=256, STAGES=4, PINGPONG=2, TMA_STORE=2),
+                    dict(FAMILIES["hopper"].default, BM=64, BN=128, STAGES=7, PINGPONG=1, TMA_STORE=2),
+                    dict(FAMILIES["hopper"].default, BM=128, BN=64, STAGES=7, PINGPONG=1),
+                    dict(FAMILIES["hopper"].default, BM=64, BN=64, STAGES=10, PINGPONG=2)]}
 ONLY = os.environ.get("EVO_COVERAGE_ONLY", "")
 UNALIGNED = [Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333), Shape(129, 136, 8), Shape(1, 8, 8),
              Shape(255, 264, 1000), Shape(1000, 1000, 1000), Shape(4097, 4103, 129), Shape(3, 16384, 72)]

@@ -44,7 +44,7 @@
 // is the wgmma's N, any multiple of 8 up to 256, and the consumers split the tile's N side in 64-row
 // wgmma blocks: no tensor-core rows are spent on the padding of a small or uneven M. Shared-memory
 // tiles and loads are the same either way; only the operands' roles (and the epilogue) change.
-#define SWAP_AB ${SWAP_AB}
+#define SWAP_AB ${SWAP_AB}${PINGPONG_DEFINE}
 #if SWAP_AB
 #define WG_N BM       // wgmma N: the tile's rows of C
 #define SPLIT_DIM BN  // the side the consumers split: the tile's columns of C
@@ -53,7 +53,7 @@
 #define SPLIT_DIM BM
 #endif
 #define P_STRIDE (BN + 8)  // floats per row of the partial tile: the padding spreads rows over banks
-#define ROWS_PER_CONSUMER (SPLIT_DIM / CONSUMERS)
+#define ROWS_PER_CONSUMER (SPLIT_DIM / ${TILE_OWNERS})
 #define MMA_M_TILES (ROWS_PER_CONSUMER / 64)
 #define A_STAGE_BYTES (BM * BK * 2)
 #define B_STAGE_BYTES (BK * BN * 2)
@@ -166,7 +166,7 @@ __device__ __forceinline__ void store_chunk(const half* stage_c, half* C, int ro
             *reinterpret_cast<uint4*>(C + (size_t)row * N + col) = *reinterpret_cast<const uint4*>(stage_c + r * C_STRIDE + c);
     }
     consumer_sync(consumer);
-}${TMA_STORE_HELPERS}
+}${TMA_STORE_HELPERS}${PINGPONG_HELPERS}
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -408,7 +408,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
         asm volatile("prefetch.tensormap [%0];" :: "l"(&tmB) : "memory");${TMC_PREFETCH}
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], CONSUMERS * 4 * CLUSTER_M);  // one arrival per consumer warp of the cluster
+            mbar_init(&empty[s], ${STAGE_READERS});  // one arrival per consumer warp of the cluster
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -455,8 +455,8 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
         const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;
         float acc[ACC_PER_THREAD];
         int stage = 0; uint32_t phase = 0;
-        for (int item = first_item; item < items; item += item_stride) {
-            Work w = tile_of(item);
+        for (int item = first_item${PINGPONG_FIRST}; item < items; item += item_stride${PINGPONG_STEP}) {
+            Work w = tile_of(item);${PINGPONG_BEFORE}
 #if STREAM_K
             if (w.kt_begin >= w.kt_end) continue;  // no share of the last round here (the producer loads nothing)
 #endif
@@ -478,7 +478,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                         wgmma_m64n${WG_N}(acc + mt * (WG_N / 2), desc_b(a_base + mt * 64 * 128 + kk * 16 * 128), desc_a(b_base + kk * 32));
                 }
 #else
-                const uint8_t* a_base = a_tiles + stage * A_STAGE_BYTES + consumer * ROWS_PER_CONSUMER * 128;
+                const uint8_t* a_base = a_tiles + stage * A_STAGE_BYTES + ${ROW_OWNER} * ROWS_PER_CONSUMER * 128;
                 const uint8_t* b_base = b_tiles + stage * B_STAGE_BYTES;
                 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
@@ -493,7 +493,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
                 if (prev_stage >= 0 && lane == 0) release_stage(&empty[prev_stage]);
                 prev_stage = stage;
                 if (++stage == STAGES) { stage = 0; phase ^= 1; }
-            }
+            }${PINGPONG_AFTER}
             wgmma_wait<0>();
             if (prev_stage >= 0 && lane == 0) release_stage(&empty[prev_stage]);
 

@@ -1,6 +1,7 @@
 """Family "hopper": TMA + wgmma, warp-specialized producer/consumers, persistent (sm_90a)."""
 import itertools
 import math
+import string
 
 from evo.families._family import (
     ANY_SPLITS,
@@ -53,10 +54,17 @@ def _wgmma_n(p: Params) -> int:
 def _problem(p: Params) -> str | None:
     swap = p["SWAP_AB"] == 1
     split_dim, side = (p["BN"], "columns (BN)") if swap else (p["BM"], "rows (BM)")
-    rows = split_dim // p["CONSUMERS"]
+    owners = 1 if p["PINGPONG"] else p["CONSUMERS"]  # ping-pong: each consumer owns whole tiles of its own
+    rows = split_dim // owners
     if not swap and p["BM"] not in PLAIN_BM:
         return f"BM must be one of {PLAIN_BM} (a multiple of 8 up to 256 only with SWAP_AB=1)"
-    if rows * p["CONSUMERS"] != split_dim or rows not in (64, 128):
+    if p["PINGPONG"] and (p["CONSUMERS"] != 2 or swap or p["SPLIT_K"] > 1 or p["SPLIT_CLUSTER"] or p["CLUSTER_M"] > 1
+                          or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] or p["FIXUP"] or not p["PERSISTENT"]
+                          or p["CTAS_PER_SM"] != 1):
+        return ("PINGPONG (1 or 2) alternates whole tiles between two consumer warpgroups of a persistent CTA: it "
+                "needs CONSUMERS=2, PERSISTENT=1, CTAS_PER_SM=1, SWAP_AB=0, and no split-K, cluster, tail split or "
+                "stream-K")
+    if rows * owners != split_dim or rows not in (64, 128):
         return f"each consumer warpgroup must own 64 or 128 of the tile's {side}"
     if rows * _wgmma_n(p) // 128 > 128:
         return "more than 128 fp32 accumulators per consumer thread"
@@ -148,6 +156,7 @@ def _derive(p: Params) -> dict[str, str]:
         "PRODUCER_REGS": "40", "CONSUMER_REGS": str(_consumer_regs(p)),
         "WGMMA": wgmma_helper(_wgmma_n(p), swap=p["SWAP_AB"] == 1), "WG_N": str(_wgmma_n(p)),
         "SWAP_HOW": "transposed on the tensor cores (C^T = B^T A^T)" if p["SWAP_AB"] else "as given",
+        "ROW_OWNER": "0" if p["PINGPONG"] else "consumer",
         "SPLITK": splitk_snippet(over_l2),
         "STREAMK": template_text("streamk.cuh") if p["STREAM_K"] or p["FIXUP"] else "",
         "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
@@ -157,27 +166,55 @@ def _derive(p: Params) -> dict[str, str]:
         "SPLIT_HOW": "cluster DSMEM" if cluster else (
             ("ordered partials" if p["FIXUP"] else "fp32 atomics") if p["SPLIT_K"] > 1 else "none"),
         "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
-        **_tma_store(p["TMA_STORE"]),
+        **_tma_store(p["TMA_STORE"], row_owner="0" if p["PINGPONG"] else "consumer"),
+        **_pingpong(p["PINGPONG"]),
     }
 
 
-def _tma_store(buffers: int) -> dict[str, str]:
+def _pingpong(mode: int) -> dict[str, str]:
+    """The template's pieces for PINGPONG: 0 renders the kernel as before the gene existed (the consumers
+    split each tile's rows); 1 and 2 give each consumer warpgroup whole tiles, the CTA's even items to the
+    first and odd ones to the second, so that one's epilogue runs while the other's wgmmas do. With 1 the
+    two take turns at the tensor cores (a consumer starts its k-loop once the other has issued all of its
+    own, through two named barriers); with 2 nothing orders them but the pipeline's stages, which the
+    producer fills in item order."""
+    if not mode:
+        return {"PINGPONG_DEFINE": "", "TILE_OWNERS": "CONSUMERS", "STAGE_READERS": "CONSUMERS * 4 * CLUSTER_M",
+                "PINGPONG_HELPERS": "", "PINGPONG_FIRST": "", "PINGPONG_STEP": "", "PINGPONG_BEFORE": "",
+                "PINGPONG_AFTER": ""}
+    pieces = template_text("hopper_pingpong.cuh").split("// ---- ")
+    part = {piece.split("\n", 1)[0].strip(): piece.split("\n", 1)[1].rstrip("\n") for piece in pieces[1:]}
+    ordered = mode == 1
+    return {"PINGPONG_DEFINE": f"\n#define PINGPONG {mode}  // {'ordered' if ordered else 'unordered'} ping-pong consumers",
+            "TILE_OWNERS": "1", "STAGE_READERS": "4",  # one consumer's four warps read a stage
+            "PINGPONG_HELPERS": "\n" + part["helpers"], "PINGPONG_FIRST": " + consumer * item_stride",
+            "PINGPONG_STEP": " * 2",
+            "PINGPONG_BEFORE": "\n" + part["before"] + ("\n" + part["before ordered"] if ordered else ""),
+            "PINGPONG_AFTER": "\n" + part["after ordered"] if ordered else ""}
+
+
+def _tma_store(buffers: int, row_owner: str) -> dict[str, str]:
     """The template's pieces for the epilogue of a plain product (not transposed): with TMA_STORE = 1 or 2
     staging tiles a consumer, a tensor map over C, its kernel parameter and prefetch, the bulk-store
     helpers, the staged stores (hopper_epilogue_tma.cuh) and the wait for them before the CTA exits; with
     0, 16-byte stores by every thread (hopper_epilogue_stores.cuh), rendering as before the gene existed.
     Two staging tiles let a chunk's conversion overlap the previous chunk's store; one leaves 8 KB more
-    for the pipeline (a stage more on the 128x128 tiles at 2 CTAs per SM that win on K = 256)."""
+    for the pipeline (a stage more on the 128x128 tiles at 2 CTAs per SM that win on K = 256). `row_owner` is
+    the index whose share of the tile's rows a consumer stores ("consumer", or "0" where each owns whole tiles)."""
     if not buffers:
         return {"TMA_C_DECL": "", "TMC_PARAM": "", "TMC_PREFETCH": "", "TMA_STORE_HELPERS": "", "TMA_STORE_DRAIN": "",
-                "EPILOGUE_PLAIN": template_text("hopper_epilogue_stores.cuh").rstrip("\n")}
+                "EPILOGUE_PLAIN": _epilogue("hopper_epilogue_stores.cuh", row_owner)}
     return {"TMA_C_DECL": "\n// @evo tma      = C box(64, 64) swizzle(128)",
             "TMC_PARAM": ", const __grid_constant__ CUtensorMap tmC",
             "TMC_PREFETCH": '\n        asm volatile("prefetch.tensormap [%0];" :: "l"(&tmC) : "memory");',
             "TMA_STORE_HELPERS": template_text("hopper_tma_store.cuh").rstrip("\n")
             + f"\n#define TMA_BUFFERS {buffers}  // staging tiles a consumer",
             "TMA_STORE_DRAIN": "\n    if (warpgroup > 0 && tid_in_wg == 0) bulk_wait_all();  // every store done",
-            "EPILOGUE_PLAIN": template_text("hopper_epilogue_tma.cuh").rstrip("\n")}
+            "EPILOGUE_PLAIN": _epilogue("hopper_epilogue_tma.cuh", row_owner)}
+
+
+def _epilogue(name: str, row_owner: str) -> str:
+    return string.Template(template_text(name)).substitute(ROW_OWNER=row_owner).rstrip("\n")
 
 
 def _subspaces(space: dict[str, tuple[int, ...]]) -> list[dict[str, tuple[int, ...]]]:
@@ -188,8 +225,13 @@ def _subspaces(space: dict[str, tuple[int, ...]]) -> list[dict[str, tuple[int, .
     # FIXUP=1 only where partials meet over L2: split-K without a cluster, or a tail split
     over_l2 = [dict(SPLIT_K=tuple(n for n in space["SPLIT_K"] if n > 1), SPLIT_CLUSTER=(0,), TAIL_SPLIT=(1,)),
                dict(SPLIT_K=(1,), SPLIT_CLUSTER=(0,), TAIL_SPLIT=tuple(t for t in space["TAIL_SPLIT"] if t > 1))]
-    return [dict(part, FIXUP=(0,)) for part in (plain, swapped)] + [
-        dict(part, STREAM_K=(0,), FIXUP=(1,), TMA_STORE=(0,), **l2) for part in (plain, swapped) for l2 in over_l2]
+    # ping-pong: whole tiles for each of two consumers of a persistent CTA, none of the splits
+    pingpong = dict(plain, PINGPONG=tuple(v for v in space["PINGPONG"] if v), CONSUMERS=(2,), SPLIT_K=(1,),
+                    SPLIT_CLUSTER=(0,), PERSISTENT=(1,), CTAS_PER_SM=(1,), CLUSTER_M=(1,), TAIL_SPLIT=(1,),
+                    STREAM_K=(0,), FIXUP=(0,))
+    return [dict(part, FIXUP=(0,), PINGPONG=(0,)) for part in (plain, swapped)] + [
+        dict(part, STREAM_K=(0,), FIXUP=(1,), TMA_STORE=(0,), PINGPONG=(0,), **l2)
+        for part in (plain, swapped) for l2 in over_l2] + [pingpong]
 
 
 def _fit_stages(p: Params, K: int) -> Params | None:
@@ -329,7 +371,7 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         split = split_for(tiles, k_tiles, num_sms)
         p = {"BM": bm, "BN": bn, "CONSUMERS": consumers, "STAGES": 5, "GROUP_M": 8, "SPLIT_K": split,
              "SPLIT_CLUSTER": 0, "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": swap,
-             "STREAM_K": 0, "FIXUP": 0, "TMA_STORE": 0}
+             "STREAM_K": 0, "FIXUP": 0, "TMA_STORE": 0, "PINGPONG": 0}
         score = tile_score(M, N, bm, bn, split, num_sms) * bonus
         offer(score, p)
         # Wave quantization: a split count that is not a power of two can fill the SMs that powers leave idle.
@@ -438,20 +480,21 @@ HOPPER = Family(
     name="hopper",
     description="TMA + mbarrier pipeline + wgmma, producer/consumer warpgroups, persistent, split-K (L2 atomics "
                 "or a cluster adding over DSMEM), the last round's tiles split over K or shared out stream-K, one or "
-                "two CTAs per SM, "
-                "2-CTA clusters multicasting B",
+                "two CTAs per SM, 2-CTA clusters multicasting B, ping-pong consumers (one's epilogue beside the "
+                "other's wgmmas)",
     space={"BM": SWAPPED_BM, "BN": (64, 128, 192, 256), "CONSUMERS": (1, 2), "STAGES": tuple(range(2, 17)),
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
            "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16),
-           "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2), "FIXUP": (0, 1), "TMA_STORE": (0, 1, 2)},
+           "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2), "FIXUP": (0, 1), "TMA_STORE": (0, 1, 2),
+           "PINGPONG": (0, 1, 2)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,
     default={"BM": 128, "BN": 256, "CONSUMERS": 2, "STAGES": 4, "GROUP_M": 8, "SPLIT_K": 1, "SPLIT_CLUSTER": 0,
              "PERSISTENT": 1, "CTAS_PER_SM": 1, "CLUSTER_M": 1, "TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0,
-             "FIXUP": 0, "TMA_STORE": 0},
+             "FIXUP": 0, "TMA_STORE": 0, "PINGPONG": 0},
     _suggest=_suggest,
-    later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0, "FIXUP": 0, "TMA_STORE": 0},
+    later_genes={"TAIL_SPLIT": 1, "SWAP_AB": 0, "STREAM_K": 0, "FIXUP": 0, "TMA_STORE": 0, "PINGPONG": 0},
     _subspaces=_subspaces,
     growing="STAGES",  # only the shared memory check reads it
     _values_for=lambda key, p: (SWAPPED_BM if p["SWAP_AB"] else PLAIN_BM) if key == "BM" else None,

@@ -1,6 +1,6 @@
             #pragma unroll
             for (int mt = 0; mt < MMA_M_TILES; ++mt) {
-                const int row0 = w.m0 + consumer * ROWS_PER_CONSUMER + mt * 64;
+                const int row0 = w.m0 + ${ROW_OWNER} * ROWS_PER_CONSUMER + mt * 64;
                 #pragma unroll
                 for (int chunk = 0; chunk < BN / 64; ++chunk) {
                     #pragma unroll

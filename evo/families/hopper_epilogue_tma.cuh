@@ -5,7 +5,7 @@
             half* tma_c = reinterpret_cast<half*>(smem + REGION_BYTES + 1024);  // past the barriers, 1024-aligned
             #pragma unroll
             for (int mt = 0; mt < MMA_M_TILES; ++mt) {
-                const int row0 = w.m0 + consumer * ROWS_PER_CONSUMER + mt * 64;
+                const int row0 = w.m0 + ${ROW_OWNER} * ROWS_PER_CONSUMER + mt * 64;
                 #pragma unroll
                 for (int chunk = 0; chunk < BN / 64; ++chunk) {
                     const int i = mt * (BN / 64) + chunk;  // the chunk's place in the tile
