@@ -3,8 +3,8 @@
 For the shapes of the given sweep archives with at least 1 GFLOP and more 128x128 tiles than SMs (where a CTA
 gets two tiles or more, so that one consumer's epilogue can run beside the other's wgmmas), lowest ratio to
 the best library first: the shape's sweep winner, the shape's first hopper shortlist picks that split nothing,
-and each of those picks as ping-pong consumers (ordered, PINGPONG=1, and unordered, 2; the pick's own epilogue
-and with two TMA staging tiles), each at the deepest pipeline up to 8 stages that fits. A tile that no consumer
+and each of those picks as ping-pong consumers (PINGPONG=1; the pick's own epilogue and with two TMA staging
+tiles), each at the deepest pipeline up to 8 stages that fits. A tile that no consumer
 can own whole (more than 128 accumulators a thread: 128x256, 256x128, 128x192) is offered as 128x128. Every
 kernel and the libraries are timed in one evaluator run (3 replays of 10 ms, 2 correctness draws, no racing).
 Prints per shape the winner, the best base pick and the best ping-pong kernel, then the ping-pong kernels
@@ -41,12 +41,11 @@ def variants(p: dict) -> list[tuple[str, dict]]:
     """p as ping-pong consumers: (label, params) for each mode and epilogue that makes a valid kernel."""
     out = []
     tile = dict(BM=p["BM"], BN=p["BN"]) if p["BM"] * p["BN"] <= 128 * 128 else dict(BM=128, BN=128)
-    for mode in (1, 2):
-        for store in sorted({p["TMA_STORE"], 2}):
-            q = dict(p, **tile, PINGPONG=mode, CONSUMERS=2, CTAS_PER_SM=1, PERSISTENT=1, TMA_STORE=store)
-            q = deepest_fitting(q, 8)
-            if q is not None and (label := f"pp{mode} tma{store}") not in [x for x, _ in out]:
-                out.append((label, q))
+    for store in sorted({p["TMA_STORE"], 2}):
+        q = dict(p, **tile, PINGPONG=1, CONSUMERS=2, CTAS_PER_SM=1, PERSISTENT=1, TMA_STORE=store)
+        q = deepest_fitting(q, 8)
+        if q is not None:
+            out.append((f"pp tma{store}", q))
     return out
 
 

@@ -2,20 +2,22 @@
 # Session 24, second GPU command (~9 minutes, one H200): ping-pong consumers (hopper PINGPONG, new). First their
 # correctness on the coverage set (the 1000-shape grid, llm_layers and unaligned shapes; only the coverage
 # check's PINGPONG configurations), then pingpong_ab.py against session 23's grid125 and llm_layers sweep
-# winners, libraries in the same run. Into $OUT/pingpong.tgz.
+# winners, libraries in the same run; then `evo selftest` (session 23's new cases among them). Into $OUT/pingpong.tgz.
 #   OUT=/some/folder bash benchmarks/session24/pingpong_run.sh
 set -uo pipefail
 START=$(date +%s)
 . benchmarks/device_common.sh; device_setup
 R=/tmp/pingpong && rm -rf $R && mkdir -p $R/coverage
 for s in grid125 llm_layers; do gunzip -c benchmarks/session23/$s/$s.sqlite.gz > $R/${s}23.sqlite; done
-(cd /tmp && EVO_COVERAGE_ONLY=PINGPONG timeout -s INT "${COVERAGE_S:-110}" python3 "$REPO/benchmarks/seeds/coverage_check.py" \
+(cd /tmp && EVO_COVERAGE_ONLY=PINGPONG timeout -s INT "${COVERAGE_S:-90}" python3 "$REPO/benchmarks/seeds/coverage_check.py" \
   $R/coverage hopper) > $R/coverage.log 2>&1
 tail -12 $R/coverage.log
-LEFT=$((560 - ($(date +%s) - START) - 40))
+LEFT=$((560 - ($(date +%s) - START) - 40 - 150))  # 150 s for the selftest after it
 (cd /tmp && python3 "$REPO/benchmarks/session24/pingpong_ab.py" $R/grid12523.sqlite $R/llm_layers23.sqlite --out $R/ab \
   --budget-s $LEFT) > $R/ab.log 2>&1
 grep -v "^  " $R/ab.log | tail -100
+(cd /tmp && timeout 140 python3 -m evo selftest) > $R/selftest.txt 2>&1; echo "selftest rc=$?" >> $R/selftest.txt
+tail -25 $R/selftest.txt
 rm -f $R/grid12523.sqlite $R/llm_layers23.sqlite; gzip -f $R/ab/pingpong.sqlite
 device_done; cp "$OUT/gpu.txt" $R/
 tar -czf "$OUT/pingpong.tgz" -C /tmp pingpong

@@ -408,7 +408,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
         asm volatile("prefetch.tensormap [%0];" :: "l"(&tmB) : "memory");${TMC_PREFETCH}
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], ${STAGE_READERS});  // one arrival per consumer warp of the cluster
+            mbar_init(&empty[s], ${STAGE_READERS});  // one arrival per ${STAGE_READER_WARP}
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -449,7 +449,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
         cluster_sync();
 #endif
     } else {
-        // Consumers: each warpgroup owns ROWS_PER_CONSUMER rows of the tile.
+        // Consumers: each warpgroup owns ${CONSUMER_OWNS}.
         asm volatile("setmaxnreg.inc.sync.aligned.u32 ${CONSUMER_REGS};");
         const int consumer = warpgroup - 1;
         const int warp = tid_in_wg / 32, lane = tid_in_wg % 32;

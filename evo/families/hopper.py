@@ -61,7 +61,7 @@ def _problem(p: Params) -> str | None:
     if p["PINGPONG"] and (p["CONSUMERS"] != 2 or swap or p["SPLIT_K"] > 1 or p["SPLIT_CLUSTER"] or p["CLUSTER_M"] > 1
                           or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] or p["FIXUP"] or not p["PERSISTENT"]
                           or p["CTAS_PER_SM"] != 1):
-        return ("PINGPONG (1 or 2) alternates whole tiles between two consumer warpgroups of a persistent CTA: it "
+        return ("PINGPONG=1 alternates whole tiles between two consumer warpgroups of a persistent CTA: it "
                 "needs CONSUMERS=2, PERSISTENT=1, CTAS_PER_SM=1, SWAP_AB=0, and no split-K, cluster, tail split or "
                 "stream-K")
     if rows * owners != split_dim or rows not in (64, 128):
@@ -171,26 +171,28 @@ def _derive(p: Params) -> dict[str, str]:
     }
 
 
-def _pingpong(mode: int) -> dict[str, str]:
+def _pingpong(on: int) -> dict[str, str]:
     """The template's pieces for PINGPONG: 0 renders the kernel as before the gene existed (the consumers
-    split each tile's rows); 1 and 2 give each consumer warpgroup whole tiles, the CTA's even items to the
-    first and odd ones to the second, so that one's epilogue runs while the other's wgmmas do. With 1 the
-    two take turns at the tensor cores (a consumer starts its k-loop once the other has issued all of its
-    own, through two named barriers); with 2 nothing orders them but the pipeline's stages, which the
-    producer fills in item order."""
-    if not mode:
+    split each tile's rows); 1 gives each consumer warpgroup whole tiles, the CTA's even items to the first
+    and odd ones to the second, so that one's epilogue runs while the other's wgmmas do. The two take turns
+    at the tensor cores: a consumer starts its k-loop once the other has issued all of its own (two named
+    barriers). The turns are also what makes the stage arithmetic safe: a consumer jumps to its item's first
+    stage by counting k-steps, and an mbarrier's parity wait can tell apart only consecutive uses of a stage,
+    so the stage's previous use (the other consumer's item) must already have been waited for. Without the
+    turns (an unordered variant, reviewed before it ran) a consumer could take a stage two uses ahead."""
+    if not on:
         return {"PINGPONG_DEFINE": "", "TILE_OWNERS": "CONSUMERS", "STAGE_READERS": "CONSUMERS * 4 * CLUSTER_M",
+                "STAGE_READER_WARP": "consumer warp of the cluster",
+                "CONSUMER_OWNS": "ROWS_PER_CONSUMER rows of the tile",
                 "PINGPONG_HELPERS": "", "PINGPONG_FIRST": "", "PINGPONG_STEP": "", "PINGPONG_BEFORE": "",
                 "PINGPONG_AFTER": ""}
     pieces = template_text("hopper_pingpong.cuh").split("// ---- ")
     part = {piece.split("\n", 1)[0].strip(): piece.split("\n", 1)[1].rstrip("\n") for piece in pieces[1:]}
-    ordered = mode == 1
-    return {"PINGPONG_DEFINE": f"\n#define PINGPONG {mode}  // {'ordered' if ordered else 'unordered'} ping-pong consumers",
-            "TILE_OWNERS": "1", "STAGE_READERS": "4",  # one consumer's four warps read a stage
+    return {"PINGPONG_DEFINE": "\n" + part["define"], "TILE_OWNERS": "1",
+            "STAGE_READERS": "4", "STAGE_READER_WARP": "warp of the one consumer that reads the stage",
+            "CONSUMER_OWNS": "whole tiles, every other item of the CTA",
             "PINGPONG_HELPERS": "\n" + part["helpers"], "PINGPONG_FIRST": " + consumer * item_stride",
-            "PINGPONG_STEP": " * 2",
-            "PINGPONG_BEFORE": "\n" + part["before"] + ("\n" + part["before ordered"] if ordered else ""),
-            "PINGPONG_AFTER": "\n" + part["after ordered"] if ordered else ""}
+            "PINGPONG_STEP": " * 2", "PINGPONG_BEFORE": "\n" + part["before"], "PINGPONG_AFTER": "\n" + part["after"]}
 
 
 def _tma_store(buffers: int, row_owner: str) -> dict[str, str]:
@@ -226,7 +228,7 @@ def _subspaces(space: dict[str, tuple[int, ...]]) -> list[dict[str, tuple[int, .
     over_l2 = [dict(SPLIT_K=tuple(n for n in space["SPLIT_K"] if n > 1), SPLIT_CLUSTER=(0,), TAIL_SPLIT=(1,)),
                dict(SPLIT_K=(1,), SPLIT_CLUSTER=(0,), TAIL_SPLIT=tuple(t for t in space["TAIL_SPLIT"] if t > 1))]
     # ping-pong: whole tiles for each of two consumers of a persistent CTA, none of the splits
-    pingpong = dict(plain, PINGPONG=tuple(v for v in space["PINGPONG"] if v), CONSUMERS=(2,), SPLIT_K=(1,),
+    pingpong = dict(plain, PINGPONG=(1,), CONSUMERS=(2,), SPLIT_K=(1,),
                     SPLIT_CLUSTER=(0,), PERSISTENT=(1,), CTAS_PER_SM=(1,), CLUSTER_M=(1,), TAIL_SPLIT=(1,),
                     STREAM_K=(0,), FIXUP=(0,))
     return [dict(part, FIXUP=(0,), PINGPONG=(0,)) for part in (plain, swapped)] + [
@@ -486,7 +488,7 @@ HOPPER = Family(
            "GROUP_M": (1, 4, 8, 16), "SPLIT_K": ANY_SPLITS, "SPLIT_CLUSTER": (0, 1),
            "PERSISTENT": (0, 1), "CTAS_PER_SM": (1, 2), "CLUSTER_M": (1, 2), "TAIL_SPLIT": (1, 2, 4, 8, 16),
            "SWAP_AB": (0, 1), "STREAM_K": (0, 1, 2), "FIXUP": (0, 1), "TMA_STORE": (0, 1, 2),
-           "PINGPONG": (0, 1, 2)},
+           "PINGPONG": (0, 1)},
     template="hopper.cu",
     _problem=_problem,
     _derive=_derive,

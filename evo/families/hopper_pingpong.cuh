@@ -1,4 +1,9 @@
-// Pieces of hopper.cu for PINGPONG (1 or 2), cut at the "// ---- " lines; hopper.py's _pingpong places them.
+// Pieces of hopper.cu for PINGPONG=1, cut at the "// ---- " lines; hopper.py's _pingpong places them.
+// ---- define
+#define PINGPONG 1  // ping-pong consumers: whole tiles each, every other item of the CTA, turns at the tensor cores
+#if SPLIT_K > 1 || TAIL_SPLIT > 1 || STREAM_K || CLUSTER_M > 1 || SWAP_AB || CONSUMERS != 2
+#error "PINGPONG: a consumer finds its stages by counting whole items of k_tiles k-steps; two consumers"
+#endif
 // ---- helpers
 
 // Ping-pong consumers: named barriers 4 and 5 (0 is __syncthreads, 1 split-K's, 2 and 3 each
@@ -10,11 +15,13 @@ __device__ __forceinline__ void pass_turn(int consumer) {
     asm volatile("bar.arrive %0, 256;" :: "r"(4 + consumer) : "memory");
 }
 // ---- before
-            {  // the item's stages follow those of every earlier item of this CTA, whichever consumer took it
+            // The item's stages follow those of every earlier item of this CTA, whichever consumer took it.
+            // Waiting for the turn first matters: a parity wait tells phases apart only one use of a stage
+            // apart, and the other consumer's earlier item is then issued, its stages' earlier uses seen.
+            if (item - first_item >= item_stride) wait_turn(consumer);  // the CTA's previous item is issued
+            {
                 const int first_step = (item - first_item) / item_stride * k_tiles;
                 stage = first_step % STAGES; phase = (first_step / STAGES) & 1;
             }
-// ---- before ordered
-            if (item - first_item >= item_stride) wait_turn(consumer);  // the CTA's previous item is issued
-// ---- after ordered
+// ---- after
             if (item + item_stride < items) pass_turn(consumer);  // the CTA's next item may start its k-loop
