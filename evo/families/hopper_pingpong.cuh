@@ -1,9 +1,8 @@
 // Pieces of hopper.cu for PINGPONG=1, cut at the "// ---- " lines; hopper.py's _pingpong places them.
 // ---- define
 #define PINGPONG 1  // ping-pong consumers: whole tiles each, every other item of the CTA, turns at the tensor cores
-#if SPLIT_K > 1 || TAIL_SPLIT > 1 || STREAM_K || CLUSTER_M > 1 || SWAP_AB || CONSUMERS != 2
-#error "PINGPONG: a consumer finds its stages by counting whole items of k_tiles k-steps; two consumers"
-#endif
+static_assert(SPLIT_K == 1 && TAIL_SPLIT == 1 && !STREAM_K && CLUSTER_M == 1 && !SWAP_AB && CONSUMERS == 2,
+              "PINGPONG: a consumer finds its stages by counting whole items of k_tiles k-steps; two consumers");
 // ---- helpers
 
 // Ping-pong consumers: named barriers 4 and 5 (0 is __syncthreads, 1 split-K's, 2 and 3 each
