@@ -66,12 +66,13 @@ def main() -> None:
     ap = harness_args(__doc__, "/tmp/pp")
     ap.add_argument("sweeps", nargs="+")
     ap.add_argument("--min-gflop", type=float, default=1.0)
+    ap.add_argument("--max-shapes", type=int, default=0, help="only the first N shapes, lowest ratio first (0: all)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = sorted(r for path in args.sweeps for r in sweep_shapes(path)
                   if 2 * r[1].M * r[1].N * r[1].K / 1e9 >= args.min_gflop
-                  and -(-r[1].M // 128) * -(-r[1].N // 128) > NUM_SMS)
+                  and -(-r[1].M // 128) * -(-r[1].N // 128) > NUM_SMS)[:args.max_shapes or None]
     jobs, meta = [], defaultdict(list)  # meta[(kernel id, shape)]: (role, label, source pick's id)
     for _, shape, family, winner in rows:
         fam = FAMILIES[family]

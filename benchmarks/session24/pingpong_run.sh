@@ -9,14 +9,16 @@ START=$(date +%s)
 . benchmarks/device_common.sh; device_setup
 R=/tmp/pingpong && rm -rf $R && mkdir -p $R/coverage
 for s in grid125 llm_layers; do gunzip -c benchmarks/session23/$s/$s.sqlite.gz > $R/${s}23.sqlite; done
-(cd /tmp && EVO_COVERAGE_ONLY=PINGPONG timeout -s INT "${COVERAGE_S:-75}" python3 "$REPO/benchmarks/seeds/coverage_check.py" \
-  $R/coverage hopper) > $R/coverage.log 2>&1
-tail -12 $R/coverage.log
+if [ "${COVERAGE_S:-75}" -gt 0 ]; then
+  (cd /tmp && EVO_COVERAGE_ONLY=PINGPONG timeout -s INT "${COVERAGE_S:-75}" python3 "$REPO/benchmarks/seeds/coverage_check.py" \
+    $R/coverage hopper) > $R/coverage.log 2>&1
+  tail -12 $R/coverage.log
+fi
 TOTAL_S=${TOTAL_S:-560}  # the whole command; the selftest (140 s) runs only where TOTAL_S leaves it room
 SELFTEST_S=$(( TOTAL_S >= 450 ? 150 : 0 ))
 LEFT=$((TOTAL_S - ($(date +%s) - START) - 40 - SELFTEST_S))
 (cd /tmp && python3 "$REPO/benchmarks/session24/pingpong_ab.py" $R/grid12523.sqlite $R/llm_layers23.sqlite --out $R/ab \
-  --budget-s $LEFT) > $R/ab.log 2>&1
+  --budget-s $LEFT --max-shapes "${MAX_SHAPES:-0}") > $R/ab.log 2>&1
 grep -v "^  " $R/ab.log | tail -100
 if [ "$SELFTEST_S" -gt 0 ]; then
   (cd /tmp && timeout 140 python3 -m evo selftest) > $R/selftest.txt 2>&1; echo "selftest rc=$?" >> $R/selftest.txt
