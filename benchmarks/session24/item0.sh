@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 24, a GPU command (~4 minutes, one H200): session 23's changes that had not run on a GPU.
 # With SELFTEST=1, first `evo selftest` (every deliberately bad kernel caught, including bad_oob_read.cu and
-# bad_look_ahead.cu; pingpong_run.sh runs it too); then the GPU tests of the evaluator, evo.dispatch and the projection check. Into $OUT/item0.tgz.
+# bad_look_ahead.cu; pingpong_run.sh runs it too); then the GPU tests of the evaluator, evo.dispatch and
+# the projection check. Into $OUT/item0.tgz.
 #   OUT=/some/folder bash benchmarks/session24/item0.sh
 set -uo pipefail
 . benchmarks/device_common.sh; device_setup
