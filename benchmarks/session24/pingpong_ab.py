@@ -8,7 +8,8 @@ tiles), each at the deepest pipeline up to 8 stages that fits. A tile that no co
 can own whole (more than 128 accumulators a thread: 128x256, 256x128, 128x192) is offered as 128x128. Every
 kernel and the libraries are timed in one evaluator run (3 replays of 10 ms, 2 correctness draws, no racing).
 Prints per shape the winner, the best base pick and the best ping-pong kernel, then the ping-pong kernels
-against the pick each came from, by variant. Writes rows.json.
+against the pick each came from, by variant, and by loop length, tile and tiles an SM (the table a shortlist
+rule would come from). Writes rows.json (per shape) and pairs.json (per pair).
 
     python benchmarks/session24/pingpong_ab.py SWEEP.sqlite [SWEEP.sqlite ...] --out /tmp/pp --budget-s 400
 """
@@ -108,7 +109,7 @@ def main() -> None:
         params[c.id] = c.params
     if args.backend != "gpu":
         print("SIMULATED (the CPU test double's modelled times, not measurements)")
-    table, pairs = [], defaultdict(list)
+    table, pairs, pair_rows = [], defaultdict(list), []
     print(f"{'shape':<18} {'winner':>8} {'best base':>9} {'best pp':>8} {'library':>8}  pp/winner  best ping-pong kernel")
     for ratio, shape, _, _ in rows:
         mine = {key[0]: t for key, t in times.items() if key[1] == shape and t}
@@ -127,8 +128,13 @@ def main() -> None:
         for kid in roles["pingpong"]:
             for role, label, source in set(meta[(kid, shape)]):
                 if role == "pingpong" and mine.get(source):
+                    q = params[kid]
                     pairs[label].append(mine[source] / mine[kid])
+                    pair_rows.append({"shape": str(shape), "variant": label, "source": params[source], "pingpong": q,
+                                      "ratio": mine[source] / mine[kid], "k_steps": -(-shape.K // 64),
+                                      "tiles": -(-shape.M // q["BM"]) * -(-shape.N // q["BN"])})
     (out / "rows.json").write_text(json.dumps(table, indent=1))
+    (out / "pairs.json").write_text(json.dumps(pair_rows, indent=1))
     if table:
         gain = geomean([r["winner_ms"] / r["pingpong_ms"] for r in table])
         print(f"\ngeomean over {len(table)} shapes: best ping-pong / winner {gain:.3f}, "
@@ -141,6 +147,19 @@ def main() -> None:
     print(f"\n{'variant':<12} {'pairs':>5} {'source/variant':>14} {'min':>6} {'max':>6} {'faster by >2%':>13}")
     for label, v in sorted(pairs.items()):
         print(f"{label:<12} {len(v):>5} {geomean(v):>14.3f} {min(v):>6.3f} {max(v):>6.3f} {sum(x > 1.02 for x in v):>13}")
+    # the table a shortlist rule would be written from: by loop length, tile and tiles an SM
+    groups = defaultdict(list)
+    for r in pair_rows:
+        k = r["k_steps"]
+        loop = "<= 4" if k <= 4 else "<= 16" if k <= 16 else "<= 64" if k <= 64 else "> 64"
+        per_sm = r["tiles"] / NUM_SMS
+        rounds = "<= 2" if per_sm <= 2 else "<= 8" if per_sm <= 8 else "> 8"
+        tile = f"{r['pingpong']['BM']}x{r['pingpong']['BN']}"
+        groups[(r["variant"], f"k-steps {loop}", tile, f"tiles/SM {rounds}")].append(r["ratio"])
+    print(f"\n{'variant, loop, tile, tiles an SM':<52} {'pairs':>5} {'source/variant':>14} {'min':>6} {'max':>6}")
+    for key in sorted(groups):
+        v = groups[key]
+        print(f"{', '.join(key):<52} {len(v):>5} {geomean(v):>14.3f} {min(v):>6.3f} {max(v):>6.3f}")
 
 
 if __name__ == "__main__":
