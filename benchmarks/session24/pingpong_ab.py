@@ -39,7 +39,8 @@ def splits_nothing(p: dict) -> bool:
 
 
 def variants(p: dict) -> list[tuple[str, dict]]:
-    """p as ping-pong consumers: (label, params) for each mode and epilogue that makes a valid kernel."""
+    """p as ping-pong consumers: (label, params) for each epilogue (p's own, two TMA staging tiles) that makes
+    a valid kernel."""
     out = []
     tile = dict(BM=p["BM"], BN=p["BN"]) if p["BM"] * p["BN"] <= 128 * 128 else dict(BM=128, BN=128)
     for store in sorted({p["TMA_STORE"], 2}):
@@ -71,9 +72,10 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = sorted(r for path in args.sweeps for r in sweep_shapes(path)
-                  if 2 * r[1].M * r[1].N * r[1].K / 1e9 >= args.min_gflop
-                  and -(-r[1].M // 128) * -(-r[1].N // 128) > NUM_SMS)[:args.max_shapes or None]
+    rows = sorted((r for path in args.sweeps for r in sweep_shapes(path)
+                   if 2 * r[1].M * r[1].N * r[1].K / 1e9 >= args.min_gflop
+                   and -(-r[1].M // 128) * -(-r[1].N // 128) > NUM_SMS),
+                  key=lambda r: r[0])[:args.max_shapes or None]  # by ratio alone: rows hold params dicts
     jobs, meta = [], defaultdict(list)  # meta[(kernel id, shape)]: (role, label, source pick's id)
     for _, shape, family, winner in rows:
         fam = FAMILIES[family]

@@ -2,6 +2,7 @@
 import itertools
 import math
 import string
+from functools import cache
 
 from evo.families._family import (
     ANY_SPLITS,
@@ -151,12 +152,13 @@ def _derive(p: Params) -> dict[str, str]:
         tail_requires += (f"\n// @evo requires = cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * "
                           f"{p['SPLIT_K'] * p['BM'] * p['BN']} <= {WS_FLOATS}")
     ordered = " (ordered partials)" if p["FIXUP"] else ""
+    row_owner = "0" if p["PINGPONG"] else "consumer"  # whose share of a tile's rows a consumer computes and stores
     return {
         "THREADS": str(128 * (consumers + 1)), "SMEM": str(_smem(p)), "GRID": grid,
         "PRODUCER_REGS": "40", "CONSUMER_REGS": str(_consumer_regs(p)),
         "WGMMA": wgmma_helper(_wgmma_n(p), swap=p["SWAP_AB"] == 1), "WG_N": str(_wgmma_n(p)),
         "SWAP_HOW": "transposed on the tensor cores (C^T = B^T A^T)" if p["SWAP_AB"] else "as given",
-        "ROW_OWNER": "0" if p["PINGPONG"] else "consumer",
+        "ROW_OWNER": row_owner,
         "SPLITK": splitk_snippet(over_l2),
         "STREAMK": template_text("streamk.cuh") if p["STREAM_K"] or p["FIXUP"] else "",
         "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
@@ -166,7 +168,7 @@ def _derive(p: Params) -> dict[str, str]:
         "SPLIT_HOW": "cluster DSMEM" if cluster else (
             ("ordered partials" if p["FIXUP"] else "fp32 atomics") if p["SPLIT_K"] > 1 else "none"),
         "CLUSTER_DECL": f"\n// @evo cluster  = {cluster_dims}, 1, 1" if cluster_dims > 1 else "",
-        **_tma_store(p["TMA_STORE"], row_owner="0" if p["PINGPONG"] else "consumer"),
+        **_tma_store(p["TMA_STORE"], row_owner),
         **_pingpong(p["PINGPONG"]),
     }
 
@@ -186,13 +188,19 @@ def _pingpong(on: int) -> dict[str, str]:
                 "CONSUMER_OWNS": "ROWS_PER_CONSUMER rows of the tile",
                 "PINGPONG_HELPERS": "", "PINGPONG_FIRST": "", "PINGPONG_STEP": "", "PINGPONG_BEFORE": "",
                 "PINGPONG_AFTER": ""}
-    pieces = template_text("hopper_pingpong.cuh").split("// ---- ")
-    part = {piece.split("\n", 1)[0].strip(): piece.split("\n", 1)[1].rstrip("\n") for piece in pieces[1:]}
+    part = _pingpong_pieces()
     return {"PINGPONG_DEFINE": "\n" + part["define"], "TILE_OWNERS": "1",
             "STAGE_READERS": "4", "STAGE_READER_WARP": "warp of the one consumer that reads the stage",
             "CONSUMER_OWNS": "whole tiles, every other item of the CTA",
             "PINGPONG_HELPERS": "\n" + part["helpers"], "PINGPONG_FIRST": " + consumer * item_stride",
             "PINGPONG_STEP": " * 2", "PINGPONG_BEFORE": "\n" + part["before"], "PINGPONG_AFTER": "\n" + part["after"]}
+
+
+@cache  # parsed once: a search renders thousands of kernels
+def _pingpong_pieces() -> dict[str, str]:
+    """hopper_pingpong.cuh's pieces by name, cut at its "// ---- NAME" lines."""
+    pieces = template_text("hopper_pingpong.cuh").split("// ---- ")[1:]
+    return {piece.split("\n", 1)[0].strip(): piece.split("\n", 1)[1].rstrip("\n") for piece in pieces}
 
 
 def _tma_store(buffers: int, row_owner: str) -> dict[str, str]:
