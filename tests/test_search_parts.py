@@ -287,10 +287,10 @@ def test_the_cost_models_prior_ranks_before_any_measurement_and_yields_to_measur
 
 
 def test_the_cost_model_tells_the_ordered_fixup_from_atomics_and_counts_its_parts():
-    """FIXUP=1 kernels differ from their atomic twins in the last two features only: the flag and
-    log2 of the partials the last CTA adds in turn (split-K's count, or the tail split's parts at
-    that shape); the shipped prior, fit since the seventeenth session to sweeps that hold FIXUP=1
-    kernels, weighs them (it used to weigh them 0: its archives predated the gene)."""
+    """FIXUP=1 kernels differ from their atomic twins in two features only (before the last, ping-pong):
+    the flag and log2 of the partials the last CTA adds in turn (split-K's count, or the tail split's
+    parts at that shape); the shipped prior, fit since the seventeenth session to sweeps that hold
+    FIXUP=1 kernels, weighs them (it used to weigh them 0: its archives predated the gene)."""
     import math
 
     from evo.search import cost_prior
@@ -298,10 +298,24 @@ def test_the_cost_model_tells_the_ordered_fixup_from_atomics_and_counts_its_part
     fam, shape = FAMILIES["hopper"], Shape(512, 10240, 8192)  # 160 tiles of 128x256: a last round of 28
     for change, parts in ((dict(SPLIT_K=2), 2), (dict(TAIL_SPLIT=16), 4)):  # 132 // 28 = 4 parts
         atomic, ordered = (features(fam.candidate(dict(fam.default, FIXUP=f, **change)), shape) for f in (0, 1))
-        assert ordered[:-2] == atomic[:-2] and atomic[-2:] == [0.0, 0.0]
-        assert ordered[-2:] == [1.0, math.log2(parts)], change
+        assert ordered[:-3] == atomic[:-3] and atomic[-3:] == [0.0, 0.0, 0.0]
+        assert ordered[-3:] == [1.0, math.log2(parts), 0.0], change
     shipped = cost_prior.load()
-    assert shipped is not None and all(w != 0.0 for w in shipped.w[-3:-1])  # the intercept is last
+    assert shipped is not None and all(w != 0.0 for w in shipped.w[-4:-2])  # the intercept is last
+
+
+def test_the_cost_model_tells_ping_pong_consumers_from_their_twin():
+    """PINGPONG=1 differs from its cooperative twin in the last feature alone; the shipped prior's archives
+    hold no ping-pong kernel, so its weight there is 0 and a run learns it from its own measurements."""
+    from evo.search import cost_prior
+    from evo.search.cost_model import features
+    fam, shape = FAMILIES["hopper"], Shape(4096, 1024, 256)
+    base = dict(fam.default, BM=128, BN=128, CONSUMERS=2, PERSISTENT=1, CTAS_PER_SM=1, SPLIT_K=1, TAIL_SPLIT=1,
+                CLUSTER_M=1, SPLIT_CLUSTER=0, STREAM_K=0, FIXUP=0, SWAP_AB=0, STAGES=4)
+    cooperative, pingpong = (features(fam.candidate(dict(base, PINGPONG=p)), shape) for p in (0, 1))
+    assert cooperative[:-1] == pingpong[:-1] and (cooperative[-1], pingpong[-1]) == (0.0, 1.0)
+    shipped = cost_prior.load()
+    assert shipped is not None and shipped.w[-2] == 0.0 and shipped.n_features == len(pingpong)
 
 
 def test_the_shipped_prior_loads_and_a_prior_of_other_features_is_refused(tmp_path, caplog):

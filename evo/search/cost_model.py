@@ -60,13 +60,14 @@ def features(cand: Candidate, shape: Shape, resources: Resources | None = None, 
     row += [math.log2(r.registers + 1) if r else 0.0, math.log2(r.spill_stores + 1) if r else 0.0,
             1.0 if r else 0.0]
     return (row + _option_features(_options(cand.source), d.get("STAGES", 0), k_steps) + [float(_swapped(cand.source))]
-            + _fixup_features(cand.source, split if split > 1 else parts))
+            + _fixup_features(cand.source, split if split > 1 else parts) + [float(_pingpong(cand.source))])
 
 
 _TAIL = re.compile(r"^\s*#define\s+TAIL_SPLIT\s+(\d+)\b", re.M)
 _SWAP = re.compile(r"^\s*#define\s+SWAP_AB\s+1\b", re.M)
 _STREAM_K = re.compile(r"^\s*#define\s+STREAM_K\s+[12]\b", re.M)
 _ORDERED = re.compile(r"^\s*#define\s+FIXUP\s+1\b", re.M)
+_PINGPONG = re.compile(r"^\s*#define\s+PINGPONG\s+1\b", re.M)
 
 
 @lru_cache(maxsize=1024)
@@ -81,6 +82,14 @@ def _fixup_features(source: str, parts: int) -> list[float]:
     if not _ordered(source):
         return [0.0, 0.0]
     return [1.0, math.log2(max(parts, 1))]
+
+
+@lru_cache(maxsize=1024)
+def _pingpong(source: str) -> bool:
+    """Whether a hopper source runs ping-pong consumers (PINGPONG=1, session 24). The last feature: no
+    archive the shipped prior is fit to holds one (its weight there is 0), so a run learns it from its own
+    measurements, as it does the compile options."""
+    return _PINGPONG.search(source) is not None
 
 
 @lru_cache(maxsize=1024)
