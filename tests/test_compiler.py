@@ -169,3 +169,14 @@ def test_export_takes_both_pdl_verdicts_from_the_compile_cache(tmp_path, monkeyp
         assert compile_all(c, {"waits": WAITS})["waits"][1] is True and calls == [WAITS]  # no second nvcc -ptx
     finally:
         c.close()
+
+
+def test_family_kernels_call_nothing_outside_themselves_and_a_cubin_is_read_as_elf(compiler):
+    """What cubin_calls refuses never occurs in the families' own kernels (no undefined functions);
+    bytes that are not a cubin are refused with a reason, not an exception."""
+    from evo.evaluation.cubin_calls import outside_calls, undefined_functions
+    for name in ("simt", "ampere", "hopper", "skinny"):
+        r = compiler.compile(FAMILIES[name].render(FAMILIES[name].default))
+        assert r.ok and undefined_functions(r.cubin) == [] and outside_calls(r.cubin) is None, name
+    assert "could not be read" in outside_calls(b"\x7fELF\x02\x01" + b"\0" * 10)
+    assert "could not be read" in outside_calls(b"not an elf file")

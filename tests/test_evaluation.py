@@ -69,6 +69,26 @@ def test_static_and_compile_failures_never_reach_the_worker(evaluator):
     assert evaluator.pool.restarts == 0
 
 
+def _at_entry(source: str, before: str, first: str) -> Candidate:
+    """source with `before` above hgemm and `first` as the first statement of its body."""
+    entry = source.index("extern \"C\" __global__")
+    body = source.index("{", source.index("hgemm(", entry)) + 1
+    return Candidate.make(source[:entry] + before + "\n" + source[entry:body] + first + source[body:])
+
+
+def test_calls_the_preprocessor_hid_from_the_static_checks_are_refused_from_the_cubin(evaluator):
+    """printf by an alias, device malloc by token pasting: the source checks cannot see either name, the
+    cubin's undefined functions do (vprintf, malloc, free)."""
+    alias = _at_entry(GOOD, "#define SAY printf", " if (M < 0) SAY(\"%d\", M);")
+    pasted = _at_entry(GOOD, "#define J(a, b) a##b", " if (M < 0) { int* p = (int*)J(mal, loc)(8); J(fr, ee)(p); }")
+    pairs = [(c, Shape(64, 64, 64)) for c in (alias, pasted, Candidate.make(GOOD))]
+    out = {e.kernel_id: e for e in evaluator.evaluate(pairs)}
+    assert [out[c.id].status for c, _ in pairs] == [Status.REJECTED, Status.REJECTED, Status.OK], \
+        [out[c.id].error for c, _ in pairs]
+    assert "calls vprintf" in out[alias.id].error and "free, malloc" in out[pasted.id].error
+    assert evaluator.pool.restarts == 0
+
+
 def test_results_are_archived_and_labelled_simulated(evaluator):
     (e,) = list(evaluator.evaluate([(Candidate.make(GOOD), Shape(1024, 1024, 1024))]))
     assert e.ok and e.speedup and e.roofline_fraction and e.backend == "simulated"

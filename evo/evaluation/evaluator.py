@@ -28,6 +28,7 @@ from evo.core.records import (
 )
 from evo.core.shapes import Shape
 from evo.evaluation.compiler import Compiler
+from evo.evaluation.cubin_calls import outside_calls
 from evo.evaluation.pool import Job
 from evo.evaluation.pool_api import Pool, make_pool
 from evo.evaluation.static_checks import check_source
@@ -150,6 +151,9 @@ class Evaluator:
             return Prepared(c, Status.COMPILE_TIMEOUT, r.log, r)
         if not r.ok:
             return Prepared(c, Status.COMPILE_ERROR, r.log, r)
+        refused = outside_calls(r.cubin) if r.cubin is not None else None
+        if refused:  # what the preprocessor hid from the static checks (cubin_calls.py)
+            return Prepared(c, Status.REJECTED, refused, r)
         return Prepared(c, None, "", r, pdl=self.cfg.pdl and self._pdl_timing(c, r))
 
     def _pdl_timing(self, c: Candidate, r: CompileResult) -> bool:
