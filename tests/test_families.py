@@ -753,6 +753,33 @@ def test_the_shortlist_deepens_only_split_k_over_l2_with_small_stages():
     assert _deep_beside(dict(small, SPLIT_K=2, SPLIT_CLUSTER=1, PERSISTENT=0), 64) is None  # over a cluster
 
 
+def test_the_shortlist_offers_ping_pong_right_after_128x128_picks_of_short_loops():
+    """Where a CTA gets more than one 128x128 tile and a tile's loop is at most 16 k-steps, each plain
+    128x128 two-consumer pick that splits nothing is followed by itself as ping-pong consumers (its own
+    epilogue, the deepest pipeline up to 8); nowhere else, and only as that variant."""
+    from evo.families.hopper import _pingpong_beside
+    fam = FAMILIES["hopper"]
+    for shape, offered in (((4096, 1024, 256), True), ((7777, 2304, 768), True), ((4096, 4096, 1024), True),
+                           ((4096, 4096, 4096), False), ((1024, 1024, 256), False), ((64, 4096, 256), False)):
+        picks = fam.suggest(*shape, limit=24)
+        found = [i for i, p in enumerate(picks) if p["PINGPONG"]]
+        assert bool(found) == offered, shape
+        k_tiles = -(-shape[2] // 64)
+        for i in found:
+            base = picks[i - 1]
+            assert picks[i] == _pingpong_beside(base, shape[0], shape[1], k_tiles, 132), shape
+            assert picks[i] == dict(base, PINGPONG=1, STAGES=picks[i]["STAGES"]) and picks[i]["STAGES"] <= 8
+            assert fam.problem(picks[i]) is None and fam.problem(dict(picks[i], STAGES=picks[i]["STAGES"] + 1))
+            assert (base["BM"], base["BN"], base["CONSUMERS"], base["SPLIT_K"], base["TAIL_SPLIT"]) == (128, 128, 2, 1, 1)
+    short = fam.suggest(4096, 1024, 256, limit=24)
+    assert any(p["PINGPONG"] and p["TMA_STORE"] == 2 for p in short)  # the pick's TMA store at 4 k-steps
+    base = dict(fam.default, BM=128, BN=128, CONSUMERS=2, CTAS_PER_SM=1, PERSISTENT=1, SPLIT_K=1, STAGES=5)
+    assert _pingpong_beside(base, 4096, 1024, 4, 132) is not None
+    assert _pingpong_beside(dict(base, SPLIT_K=2), 4096, 1024, 4, 132) is None
+    assert _pingpong_beside(dict(base, BN=256), 4096, 1024, 4, 132) is None
+    assert _pingpong_beside(base, 4096, 1024, 17, 132) is None
+
+
 def test_the_shortlist_offers_transposed_tiles_where_none_are():
     """At M = 57 to 64 (where 64-row tiles pad less than any transposed tile would save, so `swapped_rows`
     offers none), each plain 64-row pick is followed by itself as a transposed product of 32- and of

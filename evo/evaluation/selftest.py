@@ -27,6 +27,7 @@ class Case:
     shape: Shape
     expected: Status
     honest: str | None = None  # an honest kernel doing the same work: the case must not be faster
+    also: tuple[Status, ...] = ()  # other statuses that catch it too (which one comes depends on a draw)
 
 
 CASES = (
@@ -50,7 +51,9 @@ CASES = (
     Case("bad_launch_count.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
     Case("bad_launch_zeros.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
     Case("bad_rewrites_inputs.cu", LARGE_K, Status.INCORRECT_AFTER_TIMING),
-    Case("bad_look_ahead.cu", SMALL, Status.INCORRECT_AFTER_TIMING),
+    # its look-ahead follows its own A by pointer arithmetic; A's order is drawn per evaluation, so a
+    # leader whose A lies near the end of the sets reads past them: a fault (seen on the H200, session 25)
+    Case("bad_look_ahead.cu", SMALL, Status.INCORRECT_AFTER_TIMING, also=(Status.FAULT,)),
     # faults that used to surface as worker_error
     Case("bad_fault_big.cu", SMALL, Status.OK),
     Case("bad_fault_big.cu", LARGE_K, Status.FAULT),
@@ -79,16 +82,16 @@ def run_selftest(ev: Evaluator, *, cases: tuple[Case, ...] = CASES) -> list[dict
         if case.expected == Status.TIMEOUT:  # a minute of silence otherwise
             log.info(f"...   {case.kernel:<22} never finishes: waiting for the evaluator's timeout to stop it "
                      f"({ev.cfg.timeout_s:g} s; evaluator.timeout_s=... sets it)")
-        for cand, shape, expected in ((bad, case.shape, case.expected), (good, SMALL, Status.OK)):
+        for cand, shape, expected, also in ((bad, case.shape, case.expected, case.also), (good, SMALL, Status.OK, ())):
             e = evaluate(cand, shape)
-            ok, note = e.status == expected, e.error.splitlines()[0][:150] if e.error else ""
+            ok, note = e.status in (expected, *also), e.error.splitlines()[0][:150] if e.error else ""
             if cand is bad and case.honest and ok:
                 twin = evaluate(load(case.honest), shape)
                 gain = twin.time_ms / e.time_ms if twin.time_ms and e.time_ms else None
                 ok = gain is not None and gain <= MAX_CHEAT_GAIN
                 note = (f"{gain:.2f}x the speed of {case.honest}" if gain else f"{case.honest} not timed") + \
                     (" (a real gain: the timer was fooled)" if gain and gain > MAX_CHEAT_GAIN else "")
-            row = {"kernel": cand.params["file"], "shape": str(shape), "expected": str(expected),
+            row = {"kernel": cand.params["file"], "shape": str(shape), "expected": " or ".join(map(str, (expected, *also))),
                    "status": str(e.status), "pass": ok, "error": note}
             rows.append(row)
             level = logging.INFO if row["pass"] else logging.WARNING

@@ -433,7 +433,31 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
     while plain or swapped:
         take_swap = swapped and (len(merged) % 4 == 1 or not plain)
         merged.append((swapped if take_swap else plain).pop(0))
-    return [q for p in merged for q in (p, _deep_beside(p, k_tiles), *_transposed_beside(p, M)) if q is not None]
+    return [q for p in merged for q in (p, _deep_beside(p, k_tiles), _pingpong_beside(p, M, N, k_tiles, num_sms),
+                                        *_transposed_beside(p, M)) if q is not None]
+
+
+def _pingpong_beside(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> Params | None:
+    """p as ping-pong consumers (PINGPONG=1, p's own epilogue, the deepest pipeline up to 8 stages),
+    offered right after p, where p is a plain 128x128 tile of two consumers, one CTA an SM, that splits
+    nothing, with more tiles than SMs and at most 16 k-steps a tile; else None. There a tile's epilogue
+    weighs as much as its loop, and one consumer stores while the other computes. Measured on the H200
+    as pairs, the same pick both ways in one run (benchmarks/session25, from session 24's pingpong_ab.py
+    over 73 grid125 and llm_layers shapes with more 128x128 tiles than SMs): from such picks 1.090x at
+    at most 4 k-steps (7 pairs, min 1.074, the pick's TMA store) and 1.046x at 5-16 (7 pairs, min 1.020);
+    the best ping-pong kernel against the shape's sweep winner 1.03-1.06x on 8 of 10 K = 256 shapes and
+    1.01-1.02x on 6 of 9 at K = 1024 (down to 0.965 where a CTA gets more than 8 tiles). On longer loops
+    the twin still gained a little over its 128x128 pick (1.011x, 14 pairs), but the shapes' winners there
+    are larger tiles, which the best ping-pong kernel did not beat (0.80-0.99x): no place on the list. The
+    rule is fitted to the pairs it was measured on; the shortlists it makes had not been swept when it was
+    written."""
+    if (p["BM"], p["BN"], p["CONSUMERS"], p["CTAS_PER_SM"]) != (128, 128, 2, 1) or not p["PERSISTENT"] or k_tiles > 16:
+        return None
+    if p["SWAP_AB"] or p["SPLIT_K"] != 1 or p["TAIL_SPLIT"] != 1 or p["STREAM_K"] or p["CLUSTER_M"] != 1:
+        return None
+    if -(-M // 128) * -(-N // 128) <= num_sms:
+        return None
+    return deepest_fitting(dict(p, PINGPONG=1), 8)
 
 
 def _deep_beside(p: Params, k_tiles: int, deepest: int = 16) -> Params | None:

@@ -3,7 +3,8 @@
 // marks them done; the launches after it return at once. It tells timing from a correctness draw by the
 // bytes after its C (the next set's NaN poison, not a guard zone). Its outputs are exact products, so
 // with A, B and C in index order every check passed (session 23's red-team review); with A in an order
-// drawn per evaluation its look-ahead multiplies the wrong A. Expected: incorrect_after_timing.
+// drawn per evaluation its look-ahead multiplies the wrong A. Expected: incorrect_after_timing, or a fault
+// where a leader's A lies near the end of the sets and its look-ahead reads past them (the H200, session 25).
 #include <cuda_fp16.h>
 #include <mma.h>
 #include <cstdint>
