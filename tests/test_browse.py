@@ -79,6 +79,7 @@ def test_report_has_every_plot_and_says_it_is_simulated(run_archive, tmp_path):
     assert pngs == ["best_so_far.png", "coverage.png", "failures.png", "operator_probabilities.png",
                     "speedup_by_bucket.png", "speedup_maps.png"]
     assert page.count("data:image/png;base64,") == 6 and "modelled by the CPU test double" in page
+    assert "(SIMULATED)</title>" in page and "Throttling:" not in page  # no GPU, no clocks to speak of
     assert "<td>&lt;1 GFLOP</td>" in page and "<h2>speedup maps</h2>" in page  # autoescaped, titled
     elites = json.loads(evo("archive", "elites", "--json", str(run_archive)))
     for e in elites:

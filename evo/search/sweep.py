@@ -119,6 +119,9 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
     with recorded_session(c, kind="sweep", raw_config=as_dict(raw, fallback=c)) as s:
         ev, archive, run_id = s.evaluator, s.archive, s.run_id
         rng = random.Random(c.search.seed)
+        if c.sweep.sample != "shortlist":  # the families' whole genomes are listed first: seconds, not silence
+            log.info(f"planning a {c.sweep.sample} sweep of {len(shapes)} shape{'s' * (len(shapes) != 1)} "
+                     f"over every valid configuration of {', '.join(families)} ...")
         plans = {shape: plan(families, shape, budget=c.sweep.budget, sample=c.sweep.sample, rng=rng,
                              num_sms=ev.num_sms, prior=prior) for shape in shapes}
         # rank-major: every shape's first pick, then every shape's second, ...: a sweep cut short has
@@ -160,10 +163,11 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
                  "library:\n"
                  + format_bucket_table(summary), extra=RESULT)
         if c.sweep.budget > 1:
+            bench_also = " evaluator=simulated" if c.evaluator.backend == "simulated" else ""  # as it was swept
             log.info(f"each shape's ratio is its fastest of up to {c.sweep.budget} kernel timings against the one "
                      f"stored timing of each library on that GPU: the best of many draws favours the kernels, and on "
                      f"small shapes a re-timing has read the same kernels faster than a sweep did (docs/timing.md, "
-                     f"known gaps); `evo bench kernels_of={c.archive.path}` times each shape's best again beside "
+                     f"known gaps); `evo bench kernels_of={c.archive.path}{bench_also}` times each shape's best again beside "
                      f"the libraries, one timing each", extra=RESULT)
         if failures:
             log.info("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(failures.items())))
