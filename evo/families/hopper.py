@@ -444,7 +444,8 @@ def _pingpong_beside(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> P
     weighs as much as its loop, and one consumer stores while the other computes. Measured on the H200
     as pairs, the same pick both ways in one run (benchmarks/session25, from session 24's pingpong_ab.py
     over 73 grid125 and llm_layers shapes with more 128x128 tiles than SMs): from such picks 1.090x at
-    at most 4 k-steps (7 pairs, min 1.074, the pick's TMA store) and 1.046x at 5-16 (7 pairs, min 1.020);
+    4 k-steps (K = 256: 7 pairs, min 1.074, the pick's TMA store) and 1.046x at 16 (K = 1024: 7 pairs, min
+    1.020); between and below (K = 64-768) no such pick was paired, so the rule reaches there unmeasured;
     the best ping-pong kernel against the shape's sweep winner 1.03-1.06x on 8 of 10 K = 256 shapes and
     1.01-1.02x on 6 of 9 at K = 1024 (down to 0.965 where a CTA gets more than 8 tiles). On longer loops
     the twin still gained a little over its 128x128 pick (1.011x, 14 pairs), but the shapes' winners there
