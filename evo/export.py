@@ -22,6 +22,7 @@ from evo.core.kernel import parse_declaration
 from evo.core.records import CompileResult
 from evo.core.version import VERSION
 from evo.evaluation.compiler import DEFAULT_FLAGS, Compiler, without_ptxas_report
+from evo.evaluation.cubin_calls import outside_calls
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +85,14 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
     for r in rows:
         source = sources[r["kernel_id"]]
         name = f"hgemm_{r['M']}x{r['N']}x{r['K']}"
+        res = compiled[r["kernel_id"]][0] if compiler else None
+        refused = outside_calls(res.cubin) if res is not None and res.ok and res.cubin is not None else None
+        if refused:  # archived before the evaluator checked cubins (evo.evaluation.cubin_calls)
+            log.warning(f"{name}: not exported: {refused}; torch runs this shape")
+            continue
         (out_dir / f"{name}.cu").write_text(source)
         cubin = None
-        if compiler:
-            res = compiled[r["kernel_id"]][0]
+        if res is not None:
             if res.ok and res.cubin is not None:
                 (out_dir / f"{name}.cubin").write_bytes(res.cubin)
                 cubin = f"{name}.cubin"

@@ -180,3 +180,33 @@ def test_family_kernels_call_nothing_outside_themselves_and_a_cubin_is_read_as_e
         assert r.ok and undefined_functions(r.cubin) == [] and outside_calls(r.cubin) is None, name
     assert "could not be read" in outside_calls(b"\x7fELF\x02\x01" + b"\0" * 10)
     assert "could not be read" in outside_calls(b"not an elf file")
+
+
+def test_a_cubin_that_is_not_what_nvcc_writes_is_refused_with_a_reason_at_once(compiler):
+    """Bytes from a damaged or planted cache entry: tables past the end of the file, offsets near 2^64, a
+    zero entry size, a string table out of range, a name past the end. Each is a reason, none raises, and
+    none takes long (the one symbol table is read once)."""
+    import struct
+    import time
+
+    from evo.evaluation.cubin_calls import outside_calls, undefined_functions
+    good = compiler.compile(FAMILIES["ampere"].render(FAMILIES["ampere"].default)).cubin
+    shoff, = struct.unpack_from("<Q", good, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", good, 0x3A)
+    symtab = next(i for i in range(shnum) if struct.unpack_from("<I", good, shoff + i * shentsize + 4)[0] == 2)
+    at = shoff + symtab * shentsize
+
+    def patched(offset: int, fmt: str, value: int, base: bytes = good) -> bytes:
+        b = bytearray(base)
+        struct.pack_into(fmt, b, offset, value)
+        return bytes(b)
+
+    bad = [patched(0x28, "<Q", 2**64 - 1), patched(0x3C, "<H", 65535), patched(0x3A, "<H", 0),
+           patched(at + 0x18, "<Q", 2**63), patched(at + 0x38, "<Q", 0), patched(at + 0x28, "<I", 65535),
+           patched(at + 0x20, "<Q", 2**40), good[:len(good) // 2]]
+    start = time.monotonic()
+    for b in bad:
+        reason = outside_calls(b)
+        assert reason is not None and "could not be read" in reason
+    assert time.monotonic() - start < 1.0
+    assert undefined_functions(good) == []

@@ -157,13 +157,18 @@ def test_check_points_reach_every_residue_of_m_and_are_not_a_fixed_sample():
     assert len(set(draws)) > 1  # the spread's start is drawn afresh
 
 
-def test_export_writes_dispatch_tables(tmp_path):
-    archive = tmp_path / "r.sqlite"
+def simulated_sweep(archive, shapes: str, budget: int) -> None:
+    """`evo sweep` of the shortlist on the test double into `archive`."""
     out = subprocess.run([sys.executable, "-m", "evo", "sweep", "evaluator=simulated", "shapes=inline",
-                          "shapes.list=[1-8x4096x1024,77x4096x1024]", "sweep.budget=2", "sweep.sample=shortlist",
+                          f"shapes.list=[{shapes}]", f"sweep.budget={budget}", "sweep.sample=shortlist",
                           "llm=none", "search.progress=false", f"archive.path={archive}"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_export_writes_dispatch_tables(tmp_path):
+    archive = tmp_path / "r.sqlite"
+    simulated_sweep(archive, "1-8x4096x1024,77x4096x1024", 2)
     out = subprocess.run([sys.executable, "-m", "evo", "export", str(archive), "--out", str(tmp_path / "exp"),
                           "--no-cubins"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -189,6 +194,30 @@ def test_export_writes_dispatch_tables(tmp_path):
     out = subprocess.run([sys.executable, "-m", "evo", "export", str(archive), "--out", str(tmp_path / "exp"),
                           "--no-cubins", "--verify"], capture_output=True, text=True, timeout=300)
     assert out.returncode != 0 and "needs" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_export_leaves_out_an_elite_whose_cubin_calls_the_device_runtime(tmp_path, caplog):
+    """A kernel archived before the evaluator read cubins could hide printf behind a macro: export compiles
+    it, finds vprintf undefined in its cubin and leaves that shape to torch (no .cu, no manifest entry)."""
+    import sqlite3
+
+    from evo.export import export
+    archive = tmp_path / "r.sqlite"
+    simulated_sweep(archive, "64x4096x1024,128x4096x1024", 1)
+    db = sqlite3.connect(archive)
+    (kid, source), = db.execute("select k.id, k.source from kernels k join evaluations e on e.kernel_id = k.id "
+                                "where e.M = 64 and e.status = 'ok' limit 1")
+    entry = source.index("extern \"C\" __global__")
+    body = source.index("{", source.index("hgemm(", entry)) + 1
+    hidden = source[:entry] + "#define SAY printf\n" + source[entry:body] + " if (M < 0) SAY(\"%d\", M);" + source[body:]
+    with db:
+        db.execute("update kernels set source = ? where id = ?", (hidden, kid))
+    db.close()
+    with caplog.at_level("WARNING"):
+        manifest = export(str(archive), str(tmp_path / "exp"))
+    assert [(k["M"], k["N"], k["K"]) for k in manifest["kernels"]] == [(128, 4096, 1024)]
+    assert not (tmp_path / "exp" / "hgemm_64x4096x1024.cu").exists()
+    assert "hgemm_64x4096x1024: not exported: the compiled kernel calls vprintf" in caplog.text
 
 
 def test_an_old_manifest_is_refused_with_what_to_do(tmp_path):

@@ -77,15 +77,18 @@ def _at_entry(source: str, before: str, first: str) -> Candidate:
 
 
 def test_calls_the_preprocessor_hid_from_the_static_checks_are_refused_from_the_cubin(evaluator):
-    """printf by an alias, device malloc by token pasting: the source checks cannot see either name, the
-    cubin's undefined functions do (vprintf, malloc, free)."""
+    """printf by an alias, device malloc by token pasting, assert's printing call declared by hand: the
+    source checks see none of them, the cubin's undefined functions do (vprintf, malloc, free, __assertfail)."""
     alias = _at_entry(GOOD, "#define SAY printf", " if (M < 0) SAY(\"%d\", M);")
     pasted = _at_entry(GOOD, "#define J(a, b) a##b", " if (M < 0) { int* p = (int*)J(mal, loc)(8); J(fr, ee)(p); }")
-    pairs = [(c, Shape(64, 64, 64)) for c in (alias, pasted, Candidate.make(GOOD))]
+    asserts = _at_entry(GOOD, 'extern "C" __device__ void __assertfail(const char*, const char*, unsigned, '
+                              "const char*, unsigned long);", ' if (M < 0) __assertfail("a", "b", 1, "c", 1);')
+    pairs = [(c, Shape(64, 64, 64)) for c in (alias, pasted, asserts, Candidate.make(GOOD))]
     out = {e.kernel_id: e for e in evaluator.evaluate(pairs)}
-    assert [out[c.id].status for c, _ in pairs] == [Status.REJECTED, Status.REJECTED, Status.OK], \
+    assert [out[c.id].status for c, _ in pairs] == [Status.REJECTED] * 3 + [Status.OK], \
         [out[c.id].error for c, _ in pairs]
     assert "calls vprintf" in out[alias.id].error and "free, malloc" in out[pasted.id].error
+    assert "calls __assertfail" in out[asserts.id].error  # it prints, too
     assert evaluator.pool.restarts == 0
 
 

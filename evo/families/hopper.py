@@ -438,7 +438,8 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
 
 
 def _pingpong_beside(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> Params | None:
-    """p as ping-pong consumers (PINGPONG=1, p's own epilogue, the deepest pipeline up to 8 stages),
+    """p as ping-pong consumers (PINGPONG=1, p's own epilogue, the deepest pipeline up to 8 stages: 6 for
+    these tiles, as for p),
     offered right after p, where p is a plain 128x128 tile of two consumers, one CTA an SM, that splits
     nothing, with more tiles than SMs and at most 16 k-steps a tile; else None. There a tile's epilogue
     weighs as much as its loop, and one consumer stores while the other computes. Measured on the H200

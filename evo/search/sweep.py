@@ -120,7 +120,8 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
         ev, archive, run_id = s.evaluator, s.archive, s.run_id
         rng = random.Random(c.search.seed)
         if c.sweep.sample != "shortlist":  # the families' whole genomes are listed first: seconds, not silence
-            log.info(f"planning a {c.sweep.sample} sweep of {len(shapes)} shape{'s' * (len(shapes) != 1)} "
+            article = "an" if c.sweep.sample[0] in "aeiou" else "a"
+            log.info(f"planning {article} {c.sweep.sample} sweep of {len(shapes)} shape{'s' * (len(shapes) != 1)} "
                      f"over every valid configuration of {', '.join(families)} ...")
         plans = {shape: plan(families, shape, budget=c.sweep.budget, sample=c.sweep.sample, rng=rng,
                              num_sms=ev.num_sms, prior=prior) for shape in shapes}
