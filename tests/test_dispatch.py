@@ -157,6 +157,13 @@ def test_check_points_reach_every_residue_of_m_and_are_not_a_fixed_sample():
     assert len(set(draws)) > 1  # the spread's start is drawn afresh
 
 
+def with_hidden_printf(source: str) -> str:
+    """source with a printf call hidden from the static checks behind a macro (only its cubin tells)."""
+    entry = source.index("extern \"C\" __global__")
+    body = source.index("{", source.index("hgemm(", entry)) + 1
+    return source[:entry] + "#define SAY printf\n" + source[entry:body] + " if (M < 0) SAY(\"%d\", M);" + source[body:]
+
+
 def simulated_sweep(archive, shapes: str, budget: int) -> None:
     """`evo sweep` of the shortlist on the test double into `archive`."""
     out = subprocess.run([sys.executable, "-m", "evo", "sweep", "evaluator=simulated", "shapes=inline",
@@ -207,9 +214,7 @@ def test_export_leaves_out_an_elite_whose_cubin_calls_the_device_runtime(tmp_pat
     db = sqlite3.connect(archive)
     (kid, source), = db.execute("select k.id, k.source from kernels k join evaluations e on e.kernel_id = k.id "
                                 "where e.M = 64 and e.status = 'ok' limit 1")
-    entry = source.index("extern \"C\" __global__")
-    body = source.index("{", source.index("hgemm(", entry)) + 1
-    hidden = source[:entry] + "#define SAY printf\n" + source[entry:body] + " if (M < 0) SAY(\"%d\", M);" + source[body:]
+    hidden = with_hidden_printf(source)
     with db:
         db.execute("update kernels set source = ? where id = ?", (hidden, kid))
     db.close()
@@ -434,6 +439,19 @@ def test_a_kernel_that_cannot_be_had_runs_torch_with_one_warning_naming_its_file
     n, k = d.tables[0]["N"], d.tables[0]["K"]
     assert d.explain(_Stand((16, k)), _Stand((k, n))).startswith("torch: kernel k16 is not available here (nvcc failed")
     assert d.explain(_Stand((64, k)), _Stand((k, n))).startswith("evo:")
+
+
+def test_an_exported_cubin_that_calls_the_device_runtime_is_not_loaded(tmp_path, monkeypatch, caplog, compiler):
+    """A cubin planted in an export folder (or exported before the check) that calls printf: evo.dispatch
+    refuses it as evo export would, and its ranges run torch."""
+    from evo.families import FAMILIES
+    seen = _fake_build_env(monkeypatch, tmp_path)
+    hidden = with_hidden_printf(FAMILIES["ampere"].render(FAMILIES["ampere"].default))
+    (tmp_path / "k64.cubin").write_bytes(compiler.compile(hidden).cubin)
+    d = Dispatcher(tmp_path, checked=False)
+    d.build()
+    assert seen["kernels"] == [] and "k64" in d.unavailable and "calls vprintf" in d.unavailable["k64"]
+    assert any("k64.cu" in r.getMessage() and "run torch" in r.getMessage() for r in caplog.records)
 
 
 def test_kernels_this_gpu_cannot_load_leave_torch_running_every_call_and_explain_says_why(tmp_path, monkeypatch):

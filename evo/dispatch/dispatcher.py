@@ -11,6 +11,7 @@ from typing import Any
 
 from evo.core.dispatch_table import find, layout_verdict, why_unused
 from evo.core.errors import EvoError
+from evo.evaluation.cubin_calls import outside_calls
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,15 @@ class Dispatcher:
         return self.pdl and entry.get("pdl") is True and self.driver_pdl is not False
 
     def _cubin(self, entry: dict) -> bytes:
+        """The kernel's cubin: the exported one, else compiled from its source now; refused (EvoError) where
+        it calls the device runtime (printf and the like: evo.evaluation.cubin_calls), as evo export does."""
+        cubin = self._exported_or_compiled(entry)
+        refused = outside_calls(cubin, unreadable_ok=True)
+        if refused:
+            raise EvoError(f"{entry['file']}: {refused}")
+        return cubin
+
+    def _exported_or_compiled(self, entry: dict) -> bytes:
         if entry.get("cubin") and (self.dir / entry["cubin"]).exists():
             return (self.dir / entry["cubin"]).read_bytes()
         from evo.dispatch.extension import _cuda_home

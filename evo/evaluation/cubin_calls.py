@@ -45,13 +45,14 @@ def undefined_functions(cubin: bytes) -> list[str]:
     return sorted(names)
 
 
-def outside_calls(cubin: bytes) -> str | None:
+def outside_calls(cubin: bytes, *, unreadable_ok: bool = False) -> str | None:
     """Why a compiled candidate is refused for what it calls outside itself, for a repair prompt; None
-    if it calls nothing it may not."""
+    if it calls nothing it may not. Bytes that cannot be read as a cubin are refused too, unless
+    `unreadable_ok` (evo.dispatch: the driver that loads them is the judge of those)."""
     try:
         calls = [n for n in undefined_functions(cubin) if n not in ALLOWED]
     except (ValueError, struct.error, IndexError, OverflowError) as e:
-        return f"the compiled kernel could not be read ({e})"
+        return None if unreadable_ok else f"the compiled kernel could not be read ({e})"
     if not calls:
         return None
     return (f"the compiled kernel calls {', '.join(calls)} from the device runtime: printf, assert, device "
