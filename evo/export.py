@@ -118,13 +118,14 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
         cells.append({"M": r["M"], "N": r["N"], "K": r["K"], "name": name, "decl": parse_declaration(source),
                       "recorded_speedup": recorded_speedup(entries[-1])})
     gpus = sorted({r["gpu"] for r in rows})
+    simulated = rows[0]["backend"] == "simulated"
     num_sms = q.device_num_sms(a, gpus[0], rows[0]["backend"]) or DEFAULT_NUM_SMS
     manifest = {"format": FORMAT, "evo_version": VERSION, "exported_at": dt.datetime.now(dt.UTC).isoformat(),
                 "archive": str(archive_path), "run_id": run["id"], "gpu": gpus[0] if len(gpus) == 1 else gpus,
                 "backend": rows[0]["backend"], "nvcc": compiler.version if compiler else None,
                 "layout": "row-major A[M,K], B[K,N], C[M,N]; fp16 in and out, fp32 accumulation",
-                "num_sms": num_sms, "kernels": entries, "tables": build_tables(cells, num_sms=num_sms)}
-    if rows[0]["backend"] == "simulated":
+                "num_sms": num_sms, "kernels": entries, "tables": build_tables(cells, num_sms=num_sms, simulated=simulated)}
+    if simulated:
         manifest["warning"] = "times are MODELLED by the CPU test double (evaluator=simulated), not measured"
         log.warning("this run used evaluator=simulated: the manifest's times are modelled, not measured")
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))

@@ -85,11 +85,13 @@ def segments(decl: LaunchDecl, lo: int, hi: int, n: int, k: int, *, num_sms: int
     return out
 
 
-def build_tables(cells: list[dict], *, num_sms: int) -> list[dict]:
-    """The dispatch table of exported cells.
+def build_tables(cells: list[dict], *, num_sms: int, simulated: bool = False) -> list[dict]:
+    """The dispatch table of exported cells (`simulated`: their speedups were modelled by the CPU test
+    double, and each range's reason says so).
 
     Each cell: M, N, K, `name` (the kernel's file stem), `decl` (its LaunchDecl) and
     `recorded_speedup` (vs torch, or None). Returns one table per (N, K), ranges sorted by M."""
+    recorded = "recorded (SIMULATED: modelled, not measured)" if simulated else "recorded"
     groups: dict[tuple[int, int], list[dict]] = defaultdict(list)
     for c in cells:
         groups[(c["N"], c["K"])].append(c)
@@ -105,9 +107,9 @@ def build_tables(cells: list[dict], *, num_sms: int) -> list[dict]:
             if gain is None:
                 use, reason = False, "no torch time was recorded for this shape"
             elif gain < 1 + NOISE:
-                use, reason = False, f"recorded {gain:.3f}x torch at M={c['M']} (needs >= {1 + NOISE:.2f}x)"
+                use, reason = False, f"{recorded} {gain:.3f}x torch at M={c['M']} (needs >= {1 + NOISE:.2f}x)"
             else:
-                use, reason = True, f"recorded {gain:.3f}x torch at M={c['M']}; not re-checked on a GPU yet"
+                use, reason = True, f"{recorded} {gain:.3f}x torch at M={c['M']}; not re-checked on a GPU yet"
             ranges.append({"m_lo": lo, "m_hi": c["M"], "kernel": c["name"], "tuned_M": c["M"],
                            "recorded_speedup": gain, "use": use, "reason": reason, "segments": segs,
                            "check": None})
