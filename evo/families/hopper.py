@@ -447,8 +447,9 @@ def _pingpong_beside(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> P
     over 73 grid125 and llm_layers shapes with more 128x128 tiles than SMs): from such picks 1.090x at
     4 k-steps (K = 256: 7 pairs, min 1.074, the pick's TMA store) and 1.046x at 16 (K = 1024: 7 pairs, min
     1.020); between and below (K = 64-768) no such pick was paired, so the rule reaches there unmeasured;
-    the best ping-pong kernel against the shape's sweep winner 1.03-1.06x on 8 of 10 K = 256 shapes and
-    1.01-1.02x on 6 of 9 at K = 1024 (down to 0.965 where a CTA gets more than 8 tiles). On longer loops
+    the best ping-pong kernel against the shape's sweep winner 1.030-1.060x on the 7 K = 256 shapes where a
+    CTA gets at most 8 tiles (0.965-1.002 on the 3 where it gets more), 1.009-1.016x on 7 of 10 K = 1024
+    shapes (0.980-0.999 on the others). On longer loops
     the twin still gained a little over its 128x128 pick (1.011x, 14 pairs), but the shapes' winners there
     are larger tiles, which the best ping-pong kernel did not beat (0.80-0.99x): no place on the list. The
     rule is fitted to the pairs it was measured on; the shortlists it makes had not been swept when it was
