@@ -29,6 +29,17 @@ def test_ctrl_c_under_quiet_still_says_how_to_resume(tmp_path, monkeypatch, caps
     assert code == 130 and err.strip() == f"evo: interrupted: {path} holds everything finished so far"
 
 
+def test_a_stopped_search_gives_one_resume_command_in_its_log_and_its_last_line(tmp_path, monkeypatch, capsys):
+    """The run's log and the command's last line used to name two commands (with and without --run)."""
+    import evo.search.session
+    monkeypatch.setattr(evo.search.session.Evaluator, "start", _interrupt)
+    path = tmp_path / "a.sqlite"
+    code, _, err = evo_cli(capsys, "-q", "run", "evaluator=simulated", f"archive.path={path}")
+    again = f"`evo resume {path} --run 1`"
+    assert code == 130 and err.strip().splitlines()[-1] == f"evo: interrupted: run stopped; continue it with {again}"
+    assert f"search run 1 stopped (Ctrl-C): continue it with {again}" in err
+
+
 def test_a_run_whose_reader_goes_away_is_stopped_and_resumes(tmp_path):
     path = tmp_path / "p.sqlite"
     proc = subprocess.Popen([sys.executable, "-m", "evo", "run", "evaluator=simulated", "llm=none", "shapes=inline",

@@ -35,8 +35,9 @@ def resume_cli(argv: list[str]) -> None:
     a = p.parse_intermixed_args(argv)  # `ARCHIVE --run 1 key=value` as well as `--run 1 ARCHIVE key=value`
     try:
         resume(a.archive, a.run, overrides=a.overrides, take_over=a.take_over)
-    except KeyboardInterrupt:
-        again = " ".join(["evo resume", a.archive, *(["--run", str(a.run)] if a.run else [])])
+    except KeyboardInterrupt as stop:
+        again = getattr(stop, "resume_hint", None) or " ".join(["evo resume", a.archive,
+                                                               *(["--run", str(a.run)] if a.run else [])])
         stopped(interrupted(a.archive, again))
 
 

@@ -328,8 +328,9 @@ def hydra_command(name: str, argv: list[str]) -> None:
                 result = task(c, cfg)
             except EvoError as e:
                 fail(str(e))
-            except KeyboardInterrupt:  # Ctrl-C, kill PID, or the reader of the output gone (evo.cli.main)
-                stopped(interrupted(c.archive.path, f"evo resume {c.archive.path}" if name == "run" else None))
+            except KeyboardInterrupt as stop:  # Ctrl-C, kill PID, or the reader of the output gone (evo.cli.main)
+                again = getattr(stop, "resume_hint", None) or (f"evo resume {c.archive.path}" if name == "run" else None)
+                stopped(interrupted(c.archive.path, again))
             log.debug(f"{name}: {result}")
             return
         # one archive per job, in the job's own output directory

@@ -162,8 +162,10 @@ def recorded_session(c: EvoConfig, *, kind: str, raw_config: dict | None = None,
             status = "finished"
         except KeyboardInterrupt as stop:
             status = "stopped"
+            again = f"evo resume {archive.path} --run {run_id}" if kind == "search" else None
+            stop.resume_hint = again  # type: ignore[attr-defined]  # the command's last line says the same (evo.cli)
             log.warning(f"{kind} run {run_id} stopped ({str(stop) or 'Ctrl-C'})"  # into the run's log too
-                        + (f": continue it with `evo resume {archive.path} --run {run_id}`" if kind == "search" else ""))
+                        + (f": continue it with `{again}`" if again else ""))
             stop_new_calls()  # nothing more is sent; what was sent is waited for (billed), for `evo resume`
             wait_for_answers(c.llm.stop_grace_s)
             raise
