@@ -28,20 +28,22 @@ def undefined_functions(cubin: bytes) -> list[str]:
     if shentsize < _SHDR_SIZE or shoff + shnum * shentsize > len(cubin):
         raise ValueError("its section headers lie outside the file")
     sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
-    names = set()
     symtab = next((h for h in sections if h[1] == _SHT_SYMTAB), None)  # an ELF file has one: read one
-    for _, _, _, _, offset, size, link, _, _, entsize in [symtab] if symtab else []:
-        if entsize < _SYM_SIZE or offset + size > len(cubin) or link >= shnum:
-            raise ValueError("its symbol table lies outside the file")
-        strings = sections[link][4]
-        for j in range(size // entsize):
-            name, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", cubin, offset + j * entsize)
-            if shndx == _SHN_UNDEF and info >> 4 in (_STB_GLOBAL, _STB_WEAK) and info & 0xF == _STT_FUNC:
-                start = strings + name
-                end = cubin.find(b"\0", start)
-                if start >= len(cubin) or end < 0:
-                    raise ValueError("a symbol's name lies outside the file")
-                names.add(cubin[start:end].decode(errors="replace"))
+    if symtab is None:
+        return []
+    _, _, _, _, offset, size, link, _, _, entsize = symtab
+    if entsize < _SYM_SIZE or offset + size > len(cubin) or link >= shnum:
+        raise ValueError("its symbol table lies outside the file")
+    strings = sections[link][4]
+    names = set()
+    for j in range(size // entsize):
+        name, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", cubin, offset + j * entsize)
+        if shndx == _SHN_UNDEF and info >> 4 in (_STB_GLOBAL, _STB_WEAK) and info & 0xF == _STT_FUNC:
+            start = strings + name
+            end = cubin.find(b"\0", start)
+            if start >= len(cubin) or end < 0:
+                raise ValueError("a symbol's name lies outside the file")
+            names.add(cubin[start:end].decode(errors="replace"))
     return sorted(names)
 
 

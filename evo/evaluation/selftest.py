@@ -82,16 +82,16 @@ def run_selftest(ev: Evaluator, *, cases: tuple[Case, ...] = CASES) -> list[dict
         if case.expected == Status.TIMEOUT:  # a minute of silence otherwise
             log.info(f"...   {case.kernel:<22} never finishes: waiting for the evaluator's timeout to stop it "
                      f"({ev.cfg.timeout_s:g} s; evaluator.timeout_s=... sets it)")
-        for cand, shape, expected, also in ((bad, case.shape, case.expected, case.also), (good, SMALL, Status.OK, ())):
+        for cand, shape, accepted in ((bad, case.shape, (case.expected, *case.also)), (good, SMALL, (Status.OK,))):
             e = evaluate(cand, shape)
-            ok, note = e.status in (expected, *also), e.error.splitlines()[0][:150] if e.error else ""
+            ok, note = e.status in accepted, e.error.splitlines()[0][:150] if e.error else ""
             if cand is bad and case.honest and ok:
                 twin = evaluate(load(case.honest), shape)
                 gain = twin.time_ms / e.time_ms if twin.time_ms and e.time_ms else None
                 ok = gain is not None and gain <= MAX_CHEAT_GAIN
                 note = (f"{gain:.2f}x the speed of {case.honest}" if gain else f"{case.honest} not timed") + \
                     (" (a real gain: the timer was fooled)" if gain and gain > MAX_CHEAT_GAIN else "")
-            row = {"kernel": cand.params["file"], "shape": str(shape), "expected": " or ".join(map(str, (expected, *also))),
+            row = {"kernel": cand.params["file"], "shape": str(shape), "expected": " or ".join(map(str, accepted)),
                    "status": str(e.status), "pass": ok, "error": note}
             rows.append(row)
             level = logging.INFO if row["pass"] else logging.WARNING

@@ -439,28 +439,25 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
 
 def _pingpong_beside(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> Params | None:
     """p as ping-pong consumers (PINGPONG=1, p's own epilogue, the deepest pipeline up to 8 stages: 6 for
-    these tiles, as for p),
-    offered right after p, where p is a plain 128x128 tile of two consumers, one CTA an SM, that splits
-    nothing, with more tiles than SMs and at most 16 k-steps a tile; else None. There a tile's epilogue
-    weighs as much as its loop, and one consumer stores while the other computes. Measured on the H200
-    as pairs, the same pick both ways in one run (benchmarks/session25, from session 24's pingpong_ab.py
-    over 73 grid125 and llm_layers shapes with more 128x128 tiles than SMs): from such picks 1.090x at
-    4 k-steps (K = 256: 7 pairs, min 1.074, the pick's TMA store) and 1.046x at 16 (K = 1024: 7 pairs, min
-    1.020); between and below (K = 64-768) no such pick was paired, so the rule reaches there unmeasured;
-    the best ping-pong kernel against the shape's sweep winner 1.030-1.060x on the 7 K = 256 shapes where a
-    CTA gets at most 8 tiles (0.965-1.002 on the 3 where it gets more), 1.009-1.016x on 7 of 10 K = 1024
-    shapes (0.980-0.999 on the others). On longer loops
-    the twin still gained a little over its 128x128 pick (1.011x, 14 pairs), but the shapes' winners there
-    are larger tiles, which the best ping-pong kernel did not beat (0.80-0.99x): no place on the list. The
-    rule is fitted to the pairs it was measured on; the shortlists it makes had not been swept when it was
+    these tiles, as for p), offered right after p, where p is a 128x128 pick with more tiles than SMs and
+    at most 16 k-steps a tile, and the family takes it as ping-pong (`_problem`: two consumers, persistent,
+    one CTA an SM, not transposed, no split of any kind); else None. There a tile's epilogue weighs as much
+    as its loop, and one consumer stores while the other computes.
+
+    Measured on the H200 as pairs, the same pick both ways in one run (benchmarks/session25, from session
+    24's pingpong_ab.py over 73 grid125 and llm_layers shapes with more 128x128 tiles than SMs): from such
+    picks 1.090x at 4 k-steps (K = 256: 7 pairs, min 1.074, the pick's TMA store) and 1.046x at 16
+    (K = 1024: 7 pairs, min 1.020); between and below (K = 64-768) no such pick was paired, so the rule
+    reaches there unmeasured. The best ping-pong kernel against the shape's sweep winner: 1.030-1.060x on
+    the 7 K = 256 shapes where a CTA gets at most 8 tiles (0.965-1.002 on the 3 where it gets more),
+    1.009-1.016x on 7 of 10 K = 1024 shapes (0.980-0.999 on the others). On longer loops the twin still
+    gained a little over its 128x128 pick (1.011x, 14 pairs), but the shapes' winners there are larger
+    tiles, which the best ping-pong kernel did not beat (0.80-0.99x): no place on the list. The rule is
+    fitted to the pairs it was measured on; the shortlists it makes had not been swept when it was
     written."""
-    if (p["BM"], p["BN"], p["CONSUMERS"], p["CTAS_PER_SM"]) != (128, 128, 2, 1) or not p["PERSISTENT"] or k_tiles > 16:
+    if (p["BM"], p["BN"]) != (128, 128) or k_tiles > 16 or -(-M // 128) * -(-N // 128) <= num_sms:
         return None
-    if p["SWAP_AB"] or p["SPLIT_K"] != 1 or p["TAIL_SPLIT"] != 1 or p["STREAM_K"] or p["CLUSTER_M"] != 1:
-        return None
-    if -(-M // 128) * -(-N // 128) <= num_sms:
-        return None
-    return deepest_fitting(dict(p, PINGPONG=1), 8)
+    return deepest_fitting(dict(p, PINGPONG=1), 8)  # None where _problem refuses ping-pong for p
 
 
 def _deep_beside(p: Params, k_tiles: int, deepest: int = 16) -> Params | None:
