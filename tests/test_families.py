@@ -520,22 +520,26 @@ def test_tma_store_kernels_compile_without_spills_and_declare_a_map_of_c(change,
 
 @pytest.mark.parametrize("change", [
     dict(BM=128, BN=128, STAGES=6, PINGPONG=1), dict(BM=64, BN=256, STAGES=4, PINGPONG=1, TMA_STORE=2),
-    dict(BM=64, BN=64, STAGES=10, PINGPONG=1, TMA_STORE=1)])
+    dict(BM=64, BN=64, STAGES=10, PINGPONG=1, TMA_STORE=1),
+    dict(BM=128, BN=128, STAGES=6, PINGPONG=1, CLUSTER_M=2, TMA_STORE=2)])
 def test_pingpong_kernels_compile_without_spills_each_consumer_owning_whole_tiles(change, compiler):
     """PINGPONG = 1: each consumer holds a whole tile's accumulators (BM x BN / 128 a thread) and
-    takes every other item of its CTA; a stage has one reader (its consumer's four warps); the consumers
-    pass the tensor cores to each other through named barriers 4 and 5, and wait for the turn before
-    they work out their item's first stage; the template refuses splits it cannot count."""
+    takes every other item of its CTA; a stage has one reader (its consumer's four warps, in each CTA of a
+    multicast pair); the consumers pass the tensor cores to each other through named barriers 4 and 5, and
+    wait for the turn before they work out their item's first stage; the template refuses splits it cannot
+    count."""
     params, source = _compiled_without_spills(change, compiler, spills=0)
     assert f"#define PINGPONG {params['PINGPONG']}" in source and "#define ROWS_PER_CONSUMER (SPLIT_DIM / 1)" in source
     assert "item = first_item + consumer * item_stride; item < items; item += item_stride * 2)" in source
-    assert "mbar_init(&empty[s], 4);" in source  # each consumer's rows start at the tile's first (SWAP_AB=0):
+    assert "mbar_init(&empty[s], 4 * CLUSTER_M);" in source  # each consumer's rows start at the tile's first:
+    assert f"#define CLUSTER_M {params['CLUSTER_M']}" in source
+    assert ("// @evo cluster  = 2, 1, 1" in source) == (params["CLUSTER_M"] == 2)
     assert "a_tiles + stage * A_STAGE_BYTES + 0 * ROWS_PER_CONSUMER * 128;" in source
     assert "row0 = w.m0 + 0 * ROWS_PER_CONSUMER + mt * 64;" in source
     turn, first, passes = (source.index(x) for x in ("wait_turn(consumer);  //", "const int first_step",
                                                      "pass_turn(consumer);  //"))
     assert turn < first < passes
-    assert "static_assert(SPLIT_K == 1" in source and "one arrival per warp of the one consumer that reads the stage" in source
+    assert "static_assert(SPLIT_K == 1" in source and "one arrival per warp of the one consumer (in each CTA" in source
     assert "warning" not in compiler.compile(source).log.lower()
 
 
@@ -543,13 +547,18 @@ def test_pingpong_takes_two_consumers_of_whole_tiles_and_leaves_other_kernels_as
     fam = FAMILIES["hopper"]
     pp = dict(fam.default, BM=128, BN=128, PINGPONG=1)
     assert fam.problem(pp) is None
-    for change in (dict(CONSUMERS=1), dict(SPLIT_K=2), dict(TAIL_SPLIT=4), dict(STREAM_K=1), dict(CLUSTER_M=2),
+    for change in (dict(CONSUMERS=1), dict(SPLIT_K=2), dict(TAIL_SPLIT=4), dict(STREAM_K=1),
                    dict(PERSISTENT=0), dict(CTAS_PER_SM=2), dict(SWAP_AB=1, BM=136)):
         assert "PINGPONG=1" in fam.problem(dict(pp, **change)), change
+    # a multicast pair: both CTAs walk the same items (tests/test_pingpong_protocol.py models it); B is
+    # shared as whole 64-column boxes, so a 64-column tile cannot pair
+    assert fam.problem(dict(pp, CLUSTER_M=2)) is None
+    assert "BN must be at least 128" in fam.problem(dict(pp, BM=128, BN=64, CLUSTER_M=2))
     # a consumer holds a whole tile: 128 x 256 is 256 accumulators a thread, too many
     assert "accumulators" in fam.problem(dict(pp, BN=256)) and "64 or 128" in fam.problem(dict(pp, BM=256))
     found = [p for p in fam.all_valid if p["PINGPONG"]]
     assert found and all(p["CONSUMERS"] == 2 and p["BM"] * p["BN"] <= 128 * 128 for p in found)
+    assert any(p["CLUSTER_M"] == 2 for p in found)
     # without the gene, the source is the one rendered before it existed
     plain = fam.render(fam.default)
     assert "PINGPONG" not in plain and "wait_turn" not in plain and "first_step" not in plain

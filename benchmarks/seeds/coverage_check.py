@@ -61,7 +61,11 @@ EXTRA = {"hopper": [dict(FAMILIES["hopper"].default, CLUSTER_M=2),
                     dict(FAMILIES["hopper"].default, BM=64, BN=256, STAGES=4, PINGPONG=1, TMA_STORE=2),
                     dict(FAMILIES["hopper"].default, BM=64, BN=128, STAGES=7, PINGPONG=1, TMA_STORE=2),
                     dict(FAMILIES["hopper"].default, BM=128, BN=64, STAGES=7, PINGPONG=1),
-                    dict(FAMILIES["hopper"].default, BM=64, BN=64, STAGES=10, PINGPONG=1)]}
+                    dict(FAMILIES["hopper"].default, BM=64, BN=64, STAGES=10, PINGPONG=1),
+                    # ping-pong consumers in multicast pairs (benchmarks/session26), one with the TMA store
+                    dict(FAMILIES["hopper"].default, BM=128, BN=128, STAGES=6, PINGPONG=1, CLUSTER_M=2),
+                    dict(FAMILIES["hopper"].default, BM=128, BN=128, STAGES=6, PINGPONG=1, CLUSTER_M=2, TMA_STORE=2),
+                    dict(FAMILIES["hopper"].default, BM=64, BN=256, STAGES=4, PINGPONG=1, CLUSTER_M=2)]}
 ONLY = os.environ.get("EVO_COVERAGE_ONLY", "")
 UNALIGNED = [Shape(1, 1, 1), Shape(5, 7, 13), Shape(100, 4095, 333), Shape(129, 136, 8), Shape(1, 8, 8),
              Shape(255, 264, 1000), Shape(1000, 1000, 1000), Shape(4097, 4103, 129), Shape(3, 16384, 72)]

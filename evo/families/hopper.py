@@ -59,12 +59,12 @@ def _problem(p: Params) -> str | None:
     rows = split_dim // owners
     if not swap and p["BM"] not in PLAIN_BM:
         return f"BM must be one of {PLAIN_BM} (a multiple of 8 up to 256 only with SWAP_AB=1)"
-    if p["PINGPONG"] and (p["CONSUMERS"] != 2 or swap or p["SPLIT_K"] > 1 or p["SPLIT_CLUSTER"] or p["CLUSTER_M"] > 1
+    if p["PINGPONG"] and (p["CONSUMERS"] != 2 or swap or p["SPLIT_K"] > 1 or p["SPLIT_CLUSTER"]
                           or p["TAIL_SPLIT"] > 1 or p["STREAM_K"] or p["FIXUP"] or not p["PERSISTENT"]
                           or p["CTAS_PER_SM"] != 1):
         return ("PINGPONG=1 alternates whole tiles between two consumer warpgroups of a persistent CTA: it "
-                "needs CONSUMERS=2, PERSISTENT=1, CTAS_PER_SM=1, SWAP_AB=0, and no split-K, cluster, tail split or "
-                "stream-K")
+                "needs CONSUMERS=2, PERSISTENT=1, CTAS_PER_SM=1, SWAP_AB=0, and no split-K, tail split or "
+                "stream-K (a multicast pair, CLUSTER_M=2, is fine)")
     if rows * owners != split_dim or rows not in (64, 128):
         return f"each consumer warpgroup must own 64 or 128 of the tile's {side}"
     if rows * _wgmma_n(p) // 128 > 128:
@@ -190,7 +190,8 @@ def _pingpong(on: int) -> dict[str, str]:
                 "PINGPONG_AFTER": ""}
     part = _pingpong_pieces()
     return {"PINGPONG_DEFINE": "\n" + part["define"], "TILE_OWNERS": "1",
-            "STAGE_READERS": "4", "STAGE_READER_WARP": "warp of the one consumer that reads the stage",
+            "STAGE_READERS": "4 * CLUSTER_M",
+            "STAGE_READER_WARP": "warp of the one consumer (in each CTA of the cluster) that reads the stage",
             "CONSUMER_OWNS": "whole tiles, every other item of the CTA",
             "PINGPONG_HELPERS": "\n" + part["helpers"], "PINGPONG_FIRST": " + consumer * item_stride",
             "PINGPONG_STEP": " * 2", "PINGPONG_BEFORE": "\n" + part["before"], "PINGPONG_AFTER": "\n" + part["after"]}
@@ -237,7 +238,7 @@ def _subspaces(space: dict[str, tuple[int, ...]]) -> list[dict[str, tuple[int, .
                dict(SPLIT_K=(1,), SPLIT_CLUSTER=(0,), TAIL_SPLIT=tuple(t for t in space["TAIL_SPLIT"] if t > 1))]
     # ping-pong: whole tiles for each of two consumers of a persistent CTA, none of the splits
     pingpong = dict(plain, PINGPONG=(1,), CONSUMERS=(2,), SPLIT_K=(1,),
-                    SPLIT_CLUSTER=(0,), PERSISTENT=(1,), CTAS_PER_SM=(1,), CLUSTER_M=(1,), TAIL_SPLIT=(1,),
+                    SPLIT_CLUSTER=(0,), PERSISTENT=(1,), CTAS_PER_SM=(1,), TAIL_SPLIT=(1,),
                     STREAM_K=(0,), FIXUP=(0,))
     return [dict(part, FIXUP=(0,), PINGPONG=(0,)) for part in (plain, swapped)] + [
         dict(part, STREAM_K=(0,), FIXUP=(1,), TMA_STORE=(0,), PINGPONG=(0,), **l2)

@@ -1,7 +1,9 @@
 // Pieces of hopper.cu for PINGPONG=1, cut at the "// ---- " lines; hopper.py's _pingpong places them.
 // ---- define
 #define PINGPONG 1  // ping-pong consumers: whole tiles each, every other item of the CTA, turns at the tensor cores
-static_assert(SPLIT_K == 1 && TAIL_SPLIT == 1 && !STREAM_K && CLUSTER_M == 1 && !SWAP_AB && CONSUMERS == 2,
+// In a multicast pair (CLUSTER_M 2) both CTAs walk the same items, so the same consumer of each takes an
+// item, and its releases arrive in both CTAs' `empty` barriers as without ping-pong.
+static_assert(SPLIT_K == 1 && TAIL_SPLIT == 1 && !STREAM_K && !SWAP_AB && CONSUMERS == 2,
               "PINGPONG: a consumer finds its stages by counting whole items of k_tiles k-steps; two consumers");
 // ---- helpers
 
