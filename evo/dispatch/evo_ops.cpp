@@ -176,18 +176,25 @@ Table& table(int64_t handle) {
 
 uint64_t nk_key(int64_t n, int64_t k) { return (uint64_t)n << 32 | (uint64_t)k; }
 
+// Makes device's primary context current on this thread where none is. The driver calls below need one,
+// and a CUDAGuard does not give it: it sets the device only where the runtime's current device differs,
+// and on a thread whose first CUDA work is an evo call the runtime's device is already 0 (its default)
+// with no context current. Called with device's guard in place.
+void make_context_current(int device) {
+  CUcontext ctx = nullptr;
+  check(drv().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  if (ctx) return;
+  CUdevice dev;
+  check(drv().cuDeviceGet(&dev, device), "cuDeviceGet");
+  check(drv().cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(drv().cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+}
+
 CUfunction function_for(Kernel& k, int device) {
   TORCH_CHECK(device >= 0 && device < kMaxDevices, "evo.dispatch: device ", device, " out of range");
   if (k.function[device]) return k.function[device];
   c10::cuda::CUDAGuard guard((c10::DeviceIndex)device);
-  CUcontext ctx = nullptr;
-  check(drv().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
-  if (!ctx) {  // the runtime has not made the primary context current on this thread yet
-    CUdevice dev;
-    check(drv().cuDeviceGet(&dev, device), "cuDeviceGet");
-    check(drv().cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-    check(drv().cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-  }
+  make_context_current(device);
   CUmodule mod;
   CUfunction f;
   check(drv().cuModuleLoadData(&mod, k.cubin.data()), "loading a cubin (cuModuleLoadData)");
@@ -260,6 +267,7 @@ bool eager(CUstream stream) {
 // (a module cannot be loaded during a capture).
 bool launch(Table& t, const Segment& s, int device, const void* pa, const void* pb, void* pc, int M, int N, int K) {
   const c10::cuda::CUDAGuard guard((c10::DeviceIndex)device);  // the tensors' device, whatever is current
+  make_context_current(device);  // a thread's first CUDA work may be this call (the capture query needs it)
   const CUstream stream = (CUstream)c10::cuda::getCurrentCUDAStream((c10::DeviceIndex)device).stream();
   CUtensorMap maps[kMaxMaps];
   void* params[6 + kMaxMaps] = {&pa, &pb, &pc, &M, &N, &K};

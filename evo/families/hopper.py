@@ -455,8 +455,10 @@ def _pingpong_beside(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> P
     gained a little over its 128x128 pick (1.011x, 14 pairs), but the shapes' winners there are larger
     tiles, which the best ping-pong kernel did not beat (0.80-0.99x): no place on the list. The rule is
     fitted to the pairs it was measured on; the shortlists it makes had not been swept when it was
-    written."""
-    if (p["BM"], p["BN"]) != (128, 128) or k_tiles > 16 or -(-M // 128) * -(-N // 128) <= num_sms:
+    written. Not offered for a pick in a 2-CTA cluster: ping-pong pairs sharing B by multicast ran
+    0.85-0.98x the same kernels unpaired (benchmarks/session26, 32 shapes on an H100)."""
+    if ((p["BM"], p["BN"]) != (128, 128) or k_tiles > 16 or -(-M // 128) * -(-N // 128) <= num_sms
+            or p.get("CLUSTER_M", 1) > 1):
         return None
     return deepest_fitting(dict(p, PINGPONG=1), 8)  # None where _problem refuses ping-pong for p
 
