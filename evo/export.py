@@ -111,6 +111,7 @@ def export(archive_path: str, out: str = "exported", *, run_id: int | None = Non
             "abi": f"hgemm({', '.join(params)})",
             "reentrant": not keeps_module_state(source),  # e.g. split-K's workspace: evo.dispatch serialises it
             "pdl": r["kernel_id"] in compiled and compiled[r["kernel_id"]][1],
+            "backend": r["backend"],  # on each entry too: a modelled time copied out still says so
             "time_ms": r["time_ms"], "timing_mode": r["mode"], "library_ms": r["libraries"],
             "speedup": r["speedup"], "best_library": r["best_library"], "roofline_fraction": r["roofline_fraction"],
             "kernel_id": r["kernel_id"], "family": r["family"], "measured_at": r["created_at"],

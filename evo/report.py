@@ -19,6 +19,7 @@ from evo.archive import queries as q
 from evo.archive.empty import no_kernels, run_label
 from evo.archive.search_state import policy_history
 from evo.core.errors import EvoError
+from evo.core.extras import install_hint
 from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import BUCKETS, Shape
 from evo.core.summary import bucket_table, geomean
@@ -209,9 +210,6 @@ def failures_plot(rows: list[dict], path: Path, stamp: str = "") -> None:
     _save(fig, path, stamp)
 
 
-REPORT_EXTRA = "pip install 'evo-hgemm[report]' (or -e '.[report]' in evo's checkout)"
-
-
 def _require_report_extra() -> None:
     """matplotlib and Jinja2 come with the `report` extra; say in one line what to install if either is missing."""
     missing = []
@@ -221,7 +219,7 @@ def _require_report_extra() -> None:
         except ImportError:
             missing.append(name)
     if missing:
-        raise EvoError(f"evo report needs matplotlib and Jinja2 ({' and '.join(missing)} missing): {REPORT_EXTRA}")
+        raise EvoError(f"evo report needs matplotlib and Jinja2 ({' and '.join(missing)} missing): {install_hint('report')}")
 
 
 def report(archive_path: str, *, run_id: int | None = None, out: str | None = None) -> Path:

@@ -28,6 +28,7 @@ from typing import Any
 from evo.archive import Archive
 from evo.archive.datasette import metadata
 from evo.core.errors import EvoError
+from evo.core.extras import install_hint
 from evo.core.logs import RESULT
 from evo.core.signals import STOP_SIGNALS
 
@@ -90,8 +91,7 @@ def serve(path: str, *, port: int = 8001, open_browser: bool = False) -> None:
     try:
         import datasette  # noqa: F401
     except ImportError:
-        raise EvoError("Datasette is not installed: pip install 'evo-hgemm[report]' "
-                       "(or -e '.[report]' in evo's checkout)") from None
+        raise EvoError(f"Datasette is not installed: {install_hint('report')}") from None
     check_port(port)
     with tempfile.TemporaryDirectory(prefix="evo-datasette-") as tmp:
         meta = Path(tmp) / "metadata.json"

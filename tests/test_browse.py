@@ -109,7 +109,9 @@ def test_report_without_the_report_extra_says_in_one_line_what_to_install(run_ar
     with pytest.raises(EvoError) as raised:
         report(str(run_archive), out=str(out))
     message = str(raised.value)
-    assert "\n" not in message and message.endswith("pip install 'evo-hgemm[report]' (or -e '.[report]' in evo's checkout)")
+    # the packages themselves (evo-hgemm is not on PyPI), as pip takes them, and the checkout's form
+    assert "\n" not in message and "pip install 'matplotlib>=3.8' 'jinja2>=3.1'" in message
+    assert "evo-hgemm[" not in message and message.endswith("in evo's checkout: pip install -e '.[report]')")
     assert {"matplotlib" in message, "Jinja2" in message} == {True}
     assert not out.exists()
     evo_log = logging.getLogger("evo")  # main() configures it, and SIGPIPE: put them back afterwards
@@ -150,6 +152,7 @@ def test_export_writes_sources_cubins_and_a_manifest(run_archive, tmp_path):
         assert "-gencode=arch=compute_90a,code=sm_90a" in k["nvcc_flags"]
         assert k["pdl"] is True  # every family's kernel waits for the previous grid first (its PTX says so)
         assert k["time_ms"] > 0 and set(k["library_ms"]) == {"torch", "cublaslt_heuristic", "cublaslt_autotuned"}
+        assert k["backend"] == "simulated"  # each entry says its times are modelled
         for t in k["tensor_maps"]:
             assert set(t) >= {"operand", "dims", "box", "swizzle"}
     from evo.dispatch import Dispatcher
@@ -342,3 +345,13 @@ def test_the_cost_prior_reads_gzipped_archives_as_the_plain_ones(run_archive, tm
         shutil.copyfileobj(src, dst)
     plain = rows_from_archive(run_archive)
     assert plain and [(k, s, y) for k, _, s, y in rows_from_archive(packed)] == [(k, s, y) for k, _, s, y in plain]
+
+
+def test_an_install_hint_names_each_extras_packages_from_the_installed_metadata():
+    import tomllib
+
+    from evo.core.extras import extra_requirements, install_hint
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extra_requirements("cluster") == extras["cluster"] and len(extras["cluster"]) == 3
+    assert install_hint("gpu").startswith("pip install " + " ".join(f"'{r}'" for r in extras["gpu"]) + " (evo's `gpu` extra")
+    assert extra_requirements("no-such-extra") == [] and install_hint("no-such-extra").startswith("in evo's checkout")

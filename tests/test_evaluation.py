@@ -145,6 +145,8 @@ def test_selftest_passes_every_case_on_the_test_double(tmp_path, compile_cache):
         ev.close()
     assert len(rows) == 2 * len(CASES)
     assert [r for r in rows if not r["pass"]] == []
+    twins = [r["error"] for r in rows if "the speed of" in r["error"]]  # a modelled gain is never read as timed
+    assert twins and all("(modelled: simulated)" in note for note in twins)
 
 
 def test_a_shape_too_big_for_the_gpu_is_refused_before_any_work():

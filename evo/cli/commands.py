@@ -7,6 +7,7 @@ import threading
 
 from evo.cli.terminal import interrupted, stopped
 from evo.core.errors import EvoError
+from evo.core.extras import install_hint
 from evo.core.logs import RESULT, simulated_note
 from evo.core.version import VERSION
 
@@ -62,8 +63,8 @@ def export_cli(argv: list[str]) -> None:
     try:
         from evo.dispatch.verify import verify
     except ImportError as e:
-        raise EvoError(f"--verify needs torch with CUDA ({e}): pip install 'evo-hgemm[gpu]' (or -e '.[gpu]' in evo's "
-                       f"checkout) on the GPU machine; the export itself is written to {out}/") from None
+        raise EvoError(f"--verify needs torch with CUDA ({e}): {install_hint('gpu')}, on the GPU machine; the export "
+                       f"itself is written to {out}/") from None
     verify(a.out)
     log.info(next_step(out, verified=True), extra=RESULT)
 

@@ -31,7 +31,8 @@ def __getattr__(name: str):  # Linear, patch and memory_report need torch: impor
             if e.name != "torch":
                 raise
             from evo.core.errors import EvoError
-            raise EvoError(f"evo.dispatch.{name} needs torch, which is not installed here: pip install "
-                           f"'evo-hgemm[gpu]' on the GPU machine") from None
+            from evo.core.extras import install_hint
+            raise EvoError(f"evo.dispatch.{name} needs torch, which is not installed here: {install_hint('gpu')}, "
+                           "on the GPU machine") from None
         return getattr(linear, name)
     raise AttributeError(f"module 'evo.dispatch' has no attribute {name!r}")

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from evo.core.errors import ConfigError, GpuUnavailable
+from evo.core.extras import install_hint
 from evo.core.records import DeviceInfo, Status
 from evo.evaluation import dask_host
 from evo.evaluation.pool import Job, _failure, visible_gpus
@@ -46,9 +47,8 @@ def require_distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        raise ConfigError("evaluator.cluster needs Dask (dask and distributed; dask-jobqueue for SLURM/PBS): pip install "
-                          "'evo-hgemm[cluster]' (or -e '.[cluster]' in evo's checkout), or leave evaluator.cluster unset "
-                          "for this machine's GPUs") from None
+        raise ConfigError("evaluator.cluster needs Dask (dask and distributed; dask-jobqueue for SLURM/PBS): "
+                          f"{install_hint('cluster')}, or leave evaluator.cluster unset for this machine's GPUs") from None
     return distributed
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from evo.core.errors import ConfigError
+from evo.core.extras import install_hint
 
 KINDS = {"slurm": "SLURMCluster", "pbs": "PBSCluster"}
 SUBMIT = {"slurm": "sbatch", "pbs": "qsub"}  # the command each batch system submits jobs with
@@ -44,7 +45,6 @@ def make_cluster(spec: dict) -> Any:
         import dask
         import dask_jobqueue
     except ImportError:
-        raise ConfigError("a batch-system cluster needs dask-jobqueue: pip install 'evo-hgemm[cluster]' "
-                          "(or -e '.[cluster]' in evo's checkout)") from None
+        raise ConfigError(f"a batch-system cluster needs dask-jobqueue: {install_hint('cluster')}") from None
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         return getattr(dask_jobqueue, KINDS[spec["kind"]])(**spec["options"])

@@ -90,6 +90,7 @@ def run_selftest(ev: Evaluator, *, cases: tuple[Case, ...] = CASES) -> list[dict
                 gain = twin.time_ms / e.time_ms if twin.time_ms and e.time_ms else None
                 ok = gain is not None and gain <= MAX_CHEAT_GAIN
                 note = (f"{gain:.2f}x the speed of {case.honest}" if gain else f"{case.honest} not timed") + \
+                    (" (modelled: simulated)" if e.backend == "simulated" else "") + \
                     (" (a real gain: the timer was fooled)" if gain and gain > MAX_CHEAT_GAIN else "")
             row = {"kernel": cand.params["file"], "shape": str(shape), "expected": " or ".join(map(str, accepted)),
                    "status": str(e.status), "pass": ok, "error": note}
