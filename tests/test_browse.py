@@ -64,6 +64,13 @@ def test_archive_commands(run_archive):
     assert kid in shown and "extern \"C\" __global__" in shown and "registers" in shown and "MODELLED" in shown
     lineage = json.loads(evo("archive", "lineage", "--json", str(run_archive), kid))
     assert lineage[0]["kernel_id"] == kid and lineage[0]["backend"] == "simulated"
+    # the best over every shape the kernel ran on, and which shape that was
+    assert lineage[0]["best_speedup"] >= max(e["speedup"] for e in elites if e["kernel_id"] == kid)
+    M, N, K = map(int, lineage[0]["best_on"].split("x"))
+    from evo.archive import Archive
+    ran = Archive.open(run_archive, readonly=True).db.query(
+        "select speedup from evaluations where kernel_id = ? and M = ? and N = ? and K = ?", [kid, M, N, K])
+    assert lineage[0]["best_speedup"] in {r["speedup"] for r in ran}
     assert "MODELLED" in evo("archive", "lineage", str(run_archive), kid)  # its speedups are modelled too
     other = elites[1]["kernel_id"]
     assert evo("archive", "diff", str(run_archive), kid, other).startswith("---") or kid == other

@@ -104,7 +104,7 @@ def cmd_lineage(args) -> None:
     for r in rows:
         r["kernel"] = "  " * r["depth"] + r["kernel_id"][:12]
         r["parents"] = ", ".join(p[:12] for p in r["parents"])
-    _emit(args, rows, ["kernel", "family", "operator", "best_speedup", "parents"])
+    _emit(args, rows, ["kernel", "family", "operator", "best_speedup", "best_on", "parents"])
     if not args.json:  # the JSON rows carry their backend
         _note_simulated(rows)
 
