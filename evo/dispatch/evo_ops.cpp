@@ -255,11 +255,16 @@ const CUtensorMap& tensor_map(Table& t, const MapSpec& s, const void* ptr, uint6
   return t.maps.emplace(key, map).first->second;
 }
 
-// Whether work queued on `stream` now runs now (not captured into a graph). A failed query (the legacy
-// stream while another stream captures) counts as capturing.
+// Whether work queued on `stream` now runs now (not captured into a graph). The legacy stream while another
+// stream captures answers CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: that counts as capturing. Any other failure
+// (no current context, an earlier launch's error) raises: read as "capturing", it would silently skip a
+// kernel's serialisation.
 bool eager(CUstream stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return drv().cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUresult r = drv().cuStreamIsCapturing(stream, &status);
+  if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return false;
+  check(r, "asking whether the stream is being captured (cuStreamIsCapturing)");
+  return status == CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 // C[M,N] = A[M,K] B[K,N], row-major fp16 buffers on device. False (nothing launched): the caller runs
