@@ -47,6 +47,17 @@ def _enable_wal(db: sqlite_utils.Database, wait_s: float = 30.0) -> None:
             time.sleep(0.02)
 
 
+def _leave_wal(db: sqlite_utils.Database) -> None:
+    """Back to a rollback journal where this is the file's last connection: a closed archive is then one
+    file, which readers open without making -wal and -shm files beside it (and can read in a read-only
+    folder). With any other connection open (a reader, another writer) SQLite refuses at once: it stays WAL."""
+    try:
+        db.execute("PRAGMA journal_mode = delete")
+    except ArchiveDatabaseError as e:
+        if not isinstance(e, sqlite3.OperationalError):
+            raise
+
+
 def _file_uri(path: Path, mode: str) -> str:
     return "file:" + urllib.parse.quote(str(path.absolute())) + f"?mode={mode}"
 
@@ -203,6 +214,8 @@ class Archive:
         return self._version()
 
     def close(self) -> None:
+        if not self.readonly and "meta" in self.db.table_names():  # an evo archive (a foreign file keeps its mode)
+            _leave_wal(self.db)
         self.db.conn.close()
         if self._unpacked is not None:
             self._unpacked.cleanup()

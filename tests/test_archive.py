@@ -18,6 +18,26 @@ def test_new_archive_has_every_table_and_wal(tmp_path):
     assert a.db.execute("pragma journal_mode").fetchone()[0] == "wal"
 
 
+def test_a_closed_archive_is_one_file_that_readers_leave_alone(tmp_path):
+    path = tmp_path / "a.sqlite"
+    writer = Archive.open(path)
+    run = writer.start_run(kind="search", config={}, seed=0, backend="simulated")
+    reader = Archive.open(path, readonly=True)
+    writer.insert("evaluations", {"run_id": run, "kernel_id": "k", "M": 1, "N": 2, "K": 3, "status": "ok"})
+    writer.close()  # a reader still has it open: it stays WAL, and the reader sees the row
+    assert reader.count("evaluations") == 1 and reader.db.execute("pragma journal_mode").fetchone()[0] == "wal"
+    reader.close()
+    Archive.open(path).close()  # the last connection: back to a rollback journal, one file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.sqlite"]
+    browse = Archive.open(path, readonly=True)
+    assert browse.count("evaluations") == 1
+    browse.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.sqlite"]  # no -wal, no -shm beside it
+    again = Archive.open(path)  # writing again: WAL again
+    assert again.db.execute("pragma journal_mode").fetchone()[0] == "wal"
+    again.close()
+
+
 def test_runs_and_counts(tmp_path):
     a = Archive.open(tmp_path / "a.sqlite")
     run = a.start_run(kind="search", config={"x": 1}, seed=3, backend="simulated")

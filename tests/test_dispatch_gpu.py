@@ -367,10 +367,15 @@ def test_under_autocast_to_bf16_torch_runs_and_returns_bf16(d):
     assert d.explain(a, b).startswith("evo:")
 
 
-def test_a_fresh_thread_whose_first_cuda_work_is_an_evo_call(d):
+@pytest.mark.parametrize("m,n,k", [(100, 512, 4096), (16, 1024, 1024)], ids=["split-K", "reentrant"])
+def test_a_fresh_thread_whose_first_cuda_work_is_an_evo_call(d, m, n, k):
+    """The kernels are loaded already (on this thread): on the new one no CUDA context is current until
+    evo makes it so (a CUDAGuard on the runtime's current device sets nothing). The split-K kernel also
+    asks whether the stream captures, to serialise its launches; the reentrant one launches directly."""
     import threading
-    a = torch.randn(100, 4096, dtype=torch.float16, device="cuda")  # M = 100 of the split-K range
-    b = torch.randn(4096, 512, dtype=torch.float16, device="cuda")
+    a = torch.randn(m, k, dtype=torch.float16, device="cuda")
+    b = torch.randn(k, n, dtype=torch.float16, device="cuda")
+    assert d.explain(a, b).startswith("evo:")
     torch.cuda.synchronize()
     out: dict = {}
 

@@ -263,7 +263,7 @@ bool eager(CUstream stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   const CUresult r = drv().cuStreamIsCapturing(stream, &status);
   if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return false;
-  check(r, "asking whether the stream is being captured (cuStreamIsCapturing)");
+  check(r, "asking whether the stream is being captured (cuStreamIsCapturing; or an earlier CUDA error)");
   return status == CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
