@@ -40,8 +40,10 @@ SIMULATED_STAMP = "SIMULATED: modelled by the CPU test double, not measured"
 def _save(fig, path: Path, stamp: str, **kw) -> None:
     """Write the figure, marked in its bottom right corner with `stamp` (a simulated run's figures say so
     on their face, not only in the page around them), and free it."""
-    if stamp:  # clear of the titles at the top
-        fig.text(0.995, 0.005, stamp, ha="right", va="bottom", color="red", fontsize=8, weight="bold")
+    if stamp:  # below everything drawn (axis labels may reach below the figure), clear of the titles at the top
+        lowest = fig.get_tightbbox(fig.canvas.get_renderer()).y0 / fig.get_figheight()  # inches -> figure fraction
+        fig.text(0.995, min(lowest, 0.0) - 0.01, stamp, ha="right", va="top", color="red", fontsize=8, weight="bold")
+        kw.setdefault("bbox_inches", "tight")  # the saved image grows to take it in
     fig.savefig(path, dpi=110, **kw)
     _plt().close(fig)
 
