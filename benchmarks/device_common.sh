@@ -23,13 +23,15 @@ device_done() {
 }
 
 # gpu_tests FILE SECONDS PYTEST_ARGS...: the checkout's tests, copied to /tmp/gt and run from /tmp (so that
-# they import the installed evo, not the checkout's), cut at SECONDS; pytest's last lines into FILE.
+# they import the installed evo, not the checkout's), cut at SECONDS; pytest's whole output into FILE (a
+# failure's traceback with it: session 26 kept only the last lines and lost one), its last lines printed.
 # Test files are named as gt/test_NAME.py.
 gpu_tests() {
   local file=$1 seconds=$2
   shift 2
-  (cd /tmp && rm -rf gt && cp -r "$REPO/tests" /tmp/gt && timeout "$seconds" python3 -m pytest -q -p no:cacheprovider "$@" \
-     2>&1 | tail -8) > "$file"
+  (cd /tmp && rm -rf gt && cp -r "$REPO/tests" /tmp/gt && timeout "$seconds" python3 -m pytest -q -p no:cacheprovider "$@") \
+    > "$file" 2>&1
+  tail -8 "$file"
 }
 
 # shortlist_sweep GPU SET PICKS SECONDS: `evo sweep shapes=SET` at PICKS shortlist picks per shape on GPU
