@@ -88,14 +88,15 @@ def lineage(a: Archive, kernel_id: str, depth: int = 50) -> list[dict]:
         if row is None:
             continue
         parents = json.loads(row["parents_json"] or "[]")
-        best = next(a.db.query("select speedup as s, M, N, K, backend from evaluations where kernel_id = ? "
-                               "and speedup is not null order by speedup desc limit 1", [kid]), None)
-        sim = next(a.db.query("select max(backend = 'simulated') as sim from evaluations where kernel_id = ?", [kid]))
+        # its best speedup and the shape of it (a kernel's speedups differ from shape to shape), and whether
+        # any of its evaluations was simulated; one row, the best first (NULL speedups sort last)
+        best = next(a.db.query("select speedup as s, M, N, K, max(backend = 'simulated') over () as sim "
+                               "from evaluations where kernel_id = ? order by speedup is null, speedup desc limit 1",
+                               [kid]), None)
         out.append({"depth": d, "kernel_id": kid, "family": row["family"], "operator": row["operator"],
                     "parents": parents, "best_speedup": best["s"] if best else None,
-                    # the shape of that speedup: a kernel's speedups differ from shape to shape
-                    "best_on": f"{best['M']}x{best['N']}x{best['K']}" if best else None,
-                    "backend": "simulated" if sim["sim"] else "gpu"})
+                    "best_on": f"{best['M']}x{best['N']}x{best['K']}" if best and best["s"] is not None else None,
+                    "backend": "simulated" if best and best["sim"] else "gpu"})
         frontier += [(p, d + 1) for p in parents]
     return out
 

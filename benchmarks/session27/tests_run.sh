@@ -8,11 +8,9 @@ START=$(date +%s)
 . benchmarks/device_common.sh; device_setup
 R=/tmp/tests && rm -rf $R && mkdir -p $R
 TESTS="gt/test_gpu.py gt/test_dispatch_gpu.py gt/test_projection.py"
-(cd /tmp && rm -rf gt && cp -r "$REPO/tests" /tmp/gt && timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu \
-  --tb=long -rfEs gt/test_dispatch_gpu.py -k fresh_thread) > $R/fresh_thread.txt 2>&1
+gpu_tests $R/fresh_thread.txt 150 -m gpu --tb=long -rfEs gt/test_dispatch_gpu.py -k fresh_thread > /dev/null
 tail -40 $R/fresh_thread.txt
-(cd /tmp && timeout "${PYTEST_S:-260}" python3 -m pytest -q -p no:cacheprovider -m gpu --tb=short -rfEs $TESTS) \
-  > $R/pytest_gpu.txt 2>&1
+gpu_tests $R/pytest_gpu.txt "${PYTEST_S:-260}" -m gpu --tb=short -rfEs $TESTS > /dev/null
 grep -E "passed|failed|FAILED|ERROR|SKIPPED" $R/pytest_gpu.txt | tail -30
 LEFT=$((${TOTAL_S:-540} - ($(date +%s) - START) - 15))
 if [ "$LEFT" -gt 60 ]; then
