@@ -111,8 +111,8 @@ def test_cluster_split_k_declares_one_cluster_per_tile():
     (dict(SPLIT_CLUSTER=1, SPLIT_K=3, PERSISTENT=0), "2, 4 or 8 splits"),
     (dict(SPLIT_CLUSTER=1, SPLIT_K=4), "PERSISTENT=0"),
     (dict(CTAS_PER_SM=2), "one consumer warpgroup"),
-    (dict(CLUSTER_M=2, SPLIT_K=2), "do not combine with split-K"),
-    (dict(CLUSTER_M=2, BN=64), "BN must be at least 128"),
+    (dict(CLUSTER_M=2, SPLIT_K=2, SPLIT_CLUSTER=1, PERSISTENT=0), "need SPLIT_CLUSTER=0"),
+    (dict(CLUSTER_M=2, TAIL_SPLIT=4), "CLUSTER_M=1"),
     (dict(CTAS_PER_SM=2, CONSUMERS=1, BM=64, STAGES=2), "too few for one wgmma"),
     (dict(CTAS_PER_SM=2, CONSUMERS=1, BN=128, STAGES=5), "2 CTA(s) per SM"),
     (dict(TAIL_SPLIT=4, SPLIT_K=2), "needs SPLIT_K=1"),
@@ -153,6 +153,30 @@ def test_multicast_pairs_launch_two_ctas_per_cluster():
     assert big.cluster == (2, 1, 1) and big.grid == (132, 1, 1)
     small = decl.launch_for(Shape(77, 4096, 4096), num_sms=132)  # one M tile: its pair's second CTA idles
     assert small.cluster == (2, 1, 1) and small.grid == (2 * 16, 1, 1)
+
+
+@pytest.mark.parametrize("change", [
+    dict(BM=64, BN=64, CONSUMERS=1, SPLIT_K=8, STAGES=7), dict(BM=64, BN=128, CONSUMERS=1, SPLIT_K=4, STAGES=6, FIXUP=1),
+    dict(BM=128, BN=128, SPLIT_K=4, STAGES=5, PERSISTENT=0)])
+def test_multicast_pairs_split_k_over_l2_with_a_workspace_slot_for_each_tile_of_a_pair(change, compiler):
+    """A pair (CLUSTER_M=2) walks items of two M tiles, each in SPLIT_K slices; its CTAs add their
+    partials in slots of their own (tile_of), and the workspace bounds count a pair's second tile even
+    where it lies beyond M. cuBLASLt's pick on 256x256x16384 is of this kind (64x64 tiles, split-K 8,
+    2x1 clusters; benchmarks/session28)."""
+    params, source = _compiled_without_spills(dict(CLUSTER_M=2, **change), compiler, spills=0)
+    assert "w.slot = w.slot * CLUSTER_M + m_rank; w.base = w.slot * w.parts;" in source
+    assert f"// @evo requires = cdiv(cdiv(M, {params['BM']}), 2) * 2 * cdiv(N, {params['BN']})" in source
+    decl = parse_declaration(source)
+    launch = decl.launch_for(Shape(256, 256, 16384), num_sms=132)
+    pair_items = -(-256 // params["BM"] // 2) * (256 // params["BN"]) * params["SPLIT_K"]
+    assert launch.cluster == (2, 1, 1) and launch.grid == (2 * min(66, pair_items) if params["PERSISTENT"]
+                                                           else 2 * pair_items, 1, 1)
+    # 3 tile rows: 4 slots a column of tiles, the pair's second tile of the last row beyond M
+    def cdiv(a: int, b: int) -> int:
+        return -(-a // b)
+    slots = cdiv(cdiv(333, params["BM"]), 2) * 2 * cdiv(11008, params["BN"])
+    fits = slots * params["BM"] * params["BN"] * (params["SPLIT_K"] if params["FIXUP"] else 1) <= 8 * 1024 * 1024
+    assert decl.supports(Shape(333, 11008, 4096)) == fits
 
 
 def test_wave_split_fills_the_sms_that_powers_of_two_leave_idle():
@@ -550,10 +574,8 @@ def test_pingpong_takes_two_consumers_of_whole_tiles_and_leaves_other_kernels_as
     for change in (dict(CONSUMERS=1), dict(SPLIT_K=2), dict(TAIL_SPLIT=4), dict(STREAM_K=1),
                    dict(PERSISTENT=0), dict(CTAS_PER_SM=2), dict(SWAP_AB=1, BM=136)):
         assert "PINGPONG=1" in fam.problem(dict(pp, **change)), change
-    # a multicast pair: both CTAs walk the same items (tests/test_pingpong_protocol.py models it); B is
-    # shared as whole 64-column boxes, so a 64-column tile cannot pair
+    # a multicast pair: both CTAs walk the same items (tests/test_pingpong_protocol.py models it)
     assert fam.problem(dict(pp, CLUSTER_M=2)) is None
-    assert "BN must be at least 128" in fam.problem(dict(pp, BM=128, BN=64, CLUSTER_M=2))
     # a consumer holds a whole tile: 128 x 256 is 256 accumulators a thread, too many
     assert "accumulators" in fam.problem(dict(pp, BN=256)) and "64 or 128" in fam.problem(dict(pp, BM=256))
     found = [p for p in fam.all_valid if p["PINGPONG"]]

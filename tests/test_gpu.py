@@ -62,6 +62,9 @@ def test_tensor_core_families_are_correct_on_odd_shapes(gpu_evaluator, family, s
     dict(BM=64, BN=64, CONSUMERS=1, STAGES=8, TMA_STORE=2),
     dict(BM=128, BN=128, CONSUMERS=1, CTAS_PER_SM=2, STAGES=3, TMA_STORE=1),
     dict(BM=128, BN=192, CLUSTER_M=2, PERSISTENT=0, STAGES=4, TMA_STORE=2),
+    dict(BM=64, BN=64, CONSUMERS=1, SPLIT_K=8, STAGES=7, CLUSTER_M=2),
+    dict(BM=64, BN=128, CONSUMERS=1, SPLIT_K=4, STAGES=6, CLUSTER_M=2, FIXUP=1),
+    dict(BM=128, BN=128, SPLIT_K=4, STAGES=5, CLUSTER_M=2, PERSISTENT=0),
 ])
 def test_hopper_variants_are_correct_on_odd_shapes(gpu_evaluator, change):
     fam = FAMILIES["hopper"]

@@ -238,9 +238,16 @@ def splitk_snippet(wanted: bool) -> str:
     return template_text("splitk.cuh") if wanted else ""
 
 
-def splitk_requires(split_k: int, bm: int, bn: int) -> str:
-    """Declaration lines that keep a split-K kernel within its workspace and counters."""
+def tile_rows(bm: int, pair: int = 1) -> str:
+    """The rows of tiles a kernel's workspace slots cover: cdiv(M, bm), rounded up to whole pairs of
+    rows for a multicast pair (whose second tile may lie beyond M and still counts a slot)."""
+    return f"cdiv(M, {bm})" if pair == 1 else f"cdiv(cdiv(M, {bm}), {pair}) * {pair}"
+
+
+def splitk_requires(split_k: int, bm: int, bn: int, pair: int = 1) -> str:
+    """Declaration lines that keep a split-K kernel within its workspace and counters (a slot a tile)."""
     if split_k == 1:
         return ""
-    return (f"\n// @evo requires = cdiv(M, {bm}) * cdiv(N, {bn}) * {bm * bn} <= {WS_FLOATS}"
-            f"\n// @evo requires = cdiv(M, {bm}) * cdiv(N, {bn}) <= 65536")
+    rows = tile_rows(bm, pair)
+    return (f"\n// @evo requires = {rows} * cdiv(N, {bn}) * {bm * bn} <= {WS_FLOATS}"
+            f"\n// @evo requires = {rows} * cdiv(N, {bn}) <= 65536")

@@ -39,7 +39,7 @@
 #define STREAM_K_MAX_SHARES 4
 #define SPLIT_CLUSTER ${SPLIT_CLUSTER}  // 1: the split-K CTAs of a tile form a cluster and add over DSMEM
 #define CTAS_PER_SM ${CTAS_PER_SM}
-#define CLUSTER_M ${CLUSTER_M}  // 2: CTA pairs on neighbouring M tiles; each loads half of B for both
+#define CLUSTER_M ${CLUSTER_M}  // 2: CTA pairs on neighbouring M tiles; each loads its share of B's 64-column boxes for both (BN = 64: the first CTA all of it)
 // SWAP_AB 1: the product runs transposed on the tensor cores (C^T = B^T A^T), so the tile's M side (tokens)
 // is the wgmma's N, any multiple of 8 up to 256, and the consumers split the tile's N side in 64-row
 // wgmma blocks: no tensor-core rows are spent on the padding of a small or uneven M. Shared-memory
@@ -397,6 +397,10 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
     auto tile_of = [&](int item) {
         Work w = work_item(item, pair_rows, tiles_n, k_tiles, item_stride);
         w.m0 = w.m0 * CLUSTER_M + m_rank * BM;
+#if CLUSTER_M > 1 && SPLIT_K > 1
+        // split-K over L2: the pair's two tiles add their partials in workspace slots of their own
+        w.slot = w.slot * CLUSTER_M + m_rank; w.base = w.slot * w.parts;
+#endif
         return w;
     };
     const int warpgroup = threadIdx.x / 128;

@@ -16,6 +16,7 @@ from evo.families._family import (
     splitk_snippet,
     template_text,
     tile_intensity,
+    tile_rows,
     tile_score,
     wave_split,
 )
@@ -78,11 +79,8 @@ def _problem(p: Params) -> str | None:
     limit = SMEM_LIMIT if p["CTAS_PER_SM"] == 1 else SMEM_PER_SM // 2 - 1024
     if _smem(p) > limit:
         return f"{_smem(p)} bytes of shared memory exceed {limit} ({p['CTAS_PER_SM']} CTA(s) per SM)"
-    if p["CLUSTER_M"] == 2:
-        if p["SPLIT_K"] > 1:
-            return "multicast pairs (CLUSTER_M=2) do not combine with split-K"
-        if p["BN"] < 128:
-            return "multicast pairs share B as whole 64-column boxes: BN must be at least 128"
+    if p["CLUSTER_M"] == 2 and p["SPLIT_CLUSTER"]:
+        return "multicast pairs (CLUSTER_M=2) split K over L2 only: they need SPLIT_CLUSTER=0"
     if p["TAIL_SPLIT"] > 1 and (p["SPLIT_K"] > 1 or not p["PERSISTENT"] or p["CLUSTER_M"] > 1):
         return "TAIL_SPLIT splits the last round of a persistent schedule: it needs SPLIT_K=1, PERSISTENT=1, CLUSTER_M=1"
     if p["STREAM_K"] and (p["SPLIT_K"] > 1 or not p["PERSISTENT"] or p["CLUSTER_M"] > 1 or p["TAIL_SPLIT"] > 1):
@@ -140,8 +138,8 @@ def _derive(p: Params) -> dict[str, str]:
             tiles = f"cdiv(M, {p['BM']}) * cdiv(N, {p['BN']})"
             items = f"min({tiles} * 4, max(1, {tiles} * cdiv(K, 64) // 4))"
         grid = f"min(num_sms * {p['CTAS_PER_SM']}, {items})" if p["PERSISTENT"] else items
-    else:  # items are pairs of M tiles, one cluster of `pair` CTAs each
-        items = f"cdiv(cdiv(M, {p['BM']}), {pair}) * cdiv(N, {p['BN']})"
+    else:  # items are pairs of M tiles (each in SPLIT_K slices), one cluster of `pair` CTAs each
+        items = f"cdiv(cdiv(M, {p['BM']}), {pair}) * cdiv(N, {p['BN']}) * {p['SPLIT_K']}"
         grid = (f"{pair} * min(num_sms * {p['CTAS_PER_SM']} // {pair}, {items})" if p["PERSISTENT"]
                 else f"{pair} * {items}")
     cluster_dims = p["SPLIT_K"] if cluster else pair
@@ -149,7 +147,7 @@ def _derive(p: Params) -> dict[str, str]:
     tail_requires = (f"\n// @evo requires = num_sms * {p['CTAS_PER_SM'] * p['BM'] * p['BN']} <= {WS_FLOATS}"
                      if p["TAIL_SPLIT"] > 1 else "")  # one workspace slot per last-round tile (or per item, FIXUP=1)
     if p["FIXUP"] and p["SPLIT_K"] > 1:  # a partial tile of its own for every item
-        tail_requires += (f"\n// @evo requires = cdiv(M, {p['BM']}) * cdiv(N, {p['BN']}) * "
+        tail_requires += (f"\n// @evo requires = {tile_rows(p['BM'], pair)} * cdiv(N, {p['BN']}) * "
                           f"{p['SPLIT_K'] * p['BM'] * p['BN']} <= {WS_FLOATS}")
     ordered = " (ordered partials)" if p["FIXUP"] else ""
     row_owner = "0" if p["PINGPONG"] else "consumer"  # whose share of a tile's rows a consumer computes and stores
@@ -161,7 +159,7 @@ def _derive(p: Params) -> dict[str, str]:
         "ROW_OWNER": row_owner,
         "SPLITK": splitk_snippet(over_l2),
         "STREAMK": template_text("streamk.cuh") if p["STREAM_K"] or p["FIXUP"] else "",
-        "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"])) + tail_requires,
+        "SPLITK_REQUIRES": ("" if cluster else splitk_requires(p["SPLIT_K"], p["BM"], p["BN"], pair)) + tail_requires,
         "TAIL_HOW": (f"split up to {p['TAIL_SPLIT']} ways{ordered}" if p["TAIL_SPLIT"] > 1 else
                      "stream-K over every CTA (deterministic fix-up)" if p["STREAM_K"] == 1 else
                      "stream-K of the last round alone (deterministic fix-up)" if p["STREAM_K"] else "none"),
