@@ -5,10 +5,25 @@ from evo.archive.store import Archive
 
 
 def add_llm_calls(a: Archive, rows: list[dict]) -> None:
-    """Record calls (dicts with the llm_calls columns) in one transaction."""
+    """Record calls (dicts with the llm_calls columns) in one transaction. Their values come partly from
+    a server, which may send anything: each is made storable first (`_storable`), since a paid answer
+    that cannot be written is an answer lost and a cost forgotten."""
     with a.transaction():
         for row in rows:
-            a._insert("llm_calls", row)
+            a._insert("llm_calls", {k: _storable(v) for k, v in row.items()})
+
+
+def _storable(v: object) -> object:
+    """v as SQLite takes it: numbers, None and bytes as they are; text with what UTF-8 cannot hold (a
+    lone surrogate, valid in JSON) replaced by '?'; anything else (a dict where text was due) as its repr."""
+    if v is None or isinstance(v, (int, float, bytes)):
+        return v
+    text = v if isinstance(v, str) else repr(v)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def llm_spent(a: Archive, run_id: int) -> float:

@@ -145,8 +145,13 @@ def test_an_answer_streaming_past_any_kernels_length_is_given_up_before_its_end(
         assert time.monotonic() - t0 < 10  # 2000 deltas would take 20 s
     assert info.value.kind == "no_edit"
     (row,) = calls(archive)
-    price = ops["llm:deepen_pipeline"].client.price
-    assert row["response"] is None and row["cost_usd"] >= 200_000 / 3.5 * price.out_per_mtok / 1e6  # output billed
+    client = ops["llm:deepen_pipeline"].client
+    price, most = client.price, client.cfg.max_tokens
+    # the text received is billed as output (200,000 characters at 3.5 a token), but never past
+    # max_tokens, which bounds what any answer can cost (the prompt here costs far less than 10 cents)
+    billed_out = min(200_000 / 3.5, most) * price.out_per_mtok / 1e6
+    assert most < 200_000 / 3.5
+    assert row["response"] is None and billed_out <= row["cost_usd"] < billed_out + 0.1
 
 
 def test_a_run_says_so_when_the_api_keeps_failing(caplog):
@@ -222,3 +227,44 @@ def test_answers_are_asked_for_uncompressed(llm_env):
         ops, _ = operators(server, archive, run)
         use(ops)
     assert server.headers[-1]["accept-encoding"] == "identity"
+
+
+@pytest.mark.parametrize("change", [
+    dict(content=[{"type": "text", "text": "\ud800"}]),  # a lone surrogate: valid JSON, not storable as UTF-8
+    dict(model={"x": [1]}),
+    dict(stop_reason={"a": 1}),
+], ids=["lone surrogate", "model not text", "stop reason not text"])
+def test_an_answer_with_fields_sqlite_cannot_take_as_sent_is_still_recorded_and_billed(llm_env, change):
+    """Each of these failed the archive insert after the answer was paid: the row was lost, the cost
+    forgotten by the next resume, and (for the last two) nothing was said."""
+    archive, run = llm_env
+
+    def behaviour(req, n):
+        m = message(deepen(prompt_of(req)))
+        if "content" in change:  # the odd character after the answer's edit
+            text = m["content"][0]["text"] + "\n" + change["content"][0]["text"]
+            return 200, dict(m, content=[{"type": "text", "text": text}]), 0
+        return 200, dict(m, **change), 0
+
+    with FakeAnthropic(behaviour) as server:
+        ops, _ = operators(server, archive, run, max_retries=0)
+        use(ops)
+        recorder = ops["llm:deepen_pipeline"].recorder
+    (row,) = calls(archive)
+    assert row["response"] and row["cost_usd"] > 0 and recorder.spent_usd == pytest.approx(row["cost_usd"])
+    assert isinstance(row["model"], str) and (row["stop_reason"] is None or isinstance(row["stop_reason"], str))
+
+
+@pytest.mark.parametrize("wait_ms", ["-5000", "nan"])
+def test_a_retry_after_that_is_no_wait_falls_back_to_the_backoff(llm_env, wait_ms):
+    """A negative or NaN retry-after sent every retry at once."""
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (429, error("rate_limit_error", "slow down"), 0) if n == 1
+                       else (200, message(deepen(prompt_of(req))), 0)) as server:
+        server.retry_after_ms = wait_ms
+        ops, _ = operators(server, archive, run)
+        op = ops["llm:deepen_pipeline"]
+        waits = []
+        op.client.sleep = waits.append
+        use(ops)
+    assert waits == [0.5] and len(server.requests) == 2

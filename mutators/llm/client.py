@@ -251,15 +251,16 @@ class AnthropicClient:
             raise LLMCallError(f"the API answered with something that is not a message ({type(msg).__name__}: "
                                f"{str(msg)[:200]!r}); check llm.base_url and any proxy between",
                                cost_usd=self._estimate(req))
-        text = "".join(getattr(b, "text", "") or "" for b in content if getattr(b, "type", "") == "text")
+        text = "".join(t for b in content if getattr(b, "type", "") == "text" and isinstance(t := getattr(b, "text", ""), str))
         tokens, bad = self._tokens(u)
-        model = getattr(msg, "model", None) or self.cfg.model
+        model = _text_or(getattr(msg, "model", None), self.cfg.model)
+        stop = _text_or(getattr(msg, "stop_reason", None), None)
         if bad:  # the answer is kept (it is paid for); its cost is an upper estimate, said so
             out = self.cfg.max_tokens if max_tokens is None else max_tokens
-            return Reply(text, model, getattr(msg, "stop_reason", None), cost_usd=self._estimate(req, out),
+            return Reply(text, model, stop, cost_usd=self._estimate(req, out),
                          latency_s=latency_s, note=f"the API's usage figures were not believable ({bad}): the cost is "
                                                    f"estimated from the prompt's length and llm.max_tokens")
-        return Reply(text, model, getattr(msg, "stop_reason", None), tokens["input_tokens"], tokens["output_tokens"],
+        return Reply(text, model, stop, tokens["input_tokens"], tokens["output_tokens"],
                      tokens["cache_write_tokens"], tokens["cache_read_tokens"], cost_usd(self.price, **tokens), latency_s)
 
     def _tokens(self, u) -> tuple[dict[str, int], str]:
@@ -300,7 +301,7 @@ class AnthropicClient:
         if snapshot is None:
             return 0.0
         tokens, bad = self._tokens(getattr(snapshot, "usage", None))
-        out = math.ceil(chars / CHARS_PER_TOKEN)
+        out = min(math.ceil(chars / CHARS_PER_TOKEN), self.cfg.max_tokens)  # no answer is billed past max_tokens
         if bad:
             return self._estimate(req, out)
         return cost_usd(self.price, **dict(tokens, output_tokens=max(tokens["output_tokens"], out)))
@@ -351,11 +352,23 @@ def _connection_broke(e: BaseException) -> bool:
 
 
 def _retry_after(response) -> float | None:
-    """The server's retry-after (retry-after-ms or retry-after seconds), if it gave one."""
+    """The server's retry-after (retry-after-ms or retry-after seconds), if it gave a usable one: a
+    negative or NaN wait is no wait at all and would send the retries at once, so it counts as none
+    (the backoff applies); an infinite one is capped by the caller."""
     headers = getattr(response, "headers", None) or {}
     for key, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
         try:
-            return float(headers[key]) * scale
+            wait = float(headers[key]) * scale
         except (KeyError, TypeError, ValueError):
             continue
+        if wait >= 0:  # False for NaN
+            return wait
     return None
+
+
+def _text_or(value, default):
+    """A server's text field (the model, the stop reason) as text: `default` where it is missing, its repr
+    where it is something else (it is recorded with the paid answer, which must not fail for it)."""
+    if value is None:
+        return default
+    return value if isinstance(value, str) else repr(value)[:200]

@@ -85,9 +85,12 @@ class Recorder:
                         f"API's status")
 
     def flush(self) -> None:
+        """Write the pending rows; where the archive refuses them (a locked or full disk), they stay
+        pending for the next call's flush and the error goes on to the caller."""
         with self._lock:
-            rows, self.pending = self.pending, []
-            if self.archive is not None and rows:
-                if self._writer is None:  # its own connection: the search's is not for other threads
-                    self._writer = Archive.open(self.archive.path)
-                add_llm_calls(self._writer, rows)
+            if self.archive is None or not self.pending:
+                return
+            if self._writer is None:  # its own connection: the search's is not for other threads
+                self._writer = Archive.open(self.archive.path)
+            add_llm_calls(self._writer, self.pending)
+            self.pending = []
