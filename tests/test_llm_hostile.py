@@ -49,6 +49,8 @@ def test_a_preflight_that_trickles_cannot_hold_the_start(llm_env):
     {"input_tokens": -30000, "output_tokens": 200},
     {"input_tokens": None, "output_tokens": None},
     {"input_tokens": 1000, "output_tokens": 10 ** 12},
+    {"input_tokens": 0, "output_tokens": 200},  # a prompt of thousands of characters for nothing
+    {"input_tokens": 1000, "output_tokens": 0},  # an answer of thousands of characters for nothing
 ])
 def test_usage_figures_that_are_not_believable_cost_an_upper_estimate_and_keep_the_answer(llm_env, usage):
     """A string crashed the call after the answer was paid (lost); a negative count refunded the budget;
@@ -268,3 +270,45 @@ def test_a_retry_after_that_is_no_wait_falls_back_to_the_backoff(llm_env, wait_m
         op.client.sleep = waits.append
         use(ops)
     assert waits == [0.5] and len(server.requests) == 2
+
+
+def test_input_tokens_that_shrink_after_message_start_are_not_believed(llm_env):
+    """message_start said 50,000 input tokens and message_delta 700 (the SDK keeps the last): billed 700."""
+    archive, run = llm_env
+
+    def behaviour(req, n):
+        start = sse("message_start", {"type": "message_start", "message": dict(
+            message(""), content=[], stop_reason=None, usage={"input_tokens": 50_000, "output_tokens": 1})})
+        block = sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                            "content_block": {"type": "text", "text": ""}})
+        text = sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                           "delta": {"type": "text_delta", "text": deepen(prompt_of(req))}})
+        end = sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                    "usage": {"input_tokens": 700, "output_tokens": 200}})
+        stop = sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+        return 200, Raw([(0, start), (0, block), (0, text), (0, stop), (0, end),
+                         (0, sse("message_stop", {"type": "message_stop"}))]), 0
+
+    with FakeAnthropic(behaviour) as server:
+        ops, _ = operators(server, archive, run, max_retries=0)
+        use(ops)
+        price = ops["llm:deepen_pipeline"].client.price
+    (row,) = calls(archive)
+    assert "at message_start" in row["error"] and row["cost_usd"] >= 50_000 * price.in_per_mtok / 1e6
+
+
+def test_an_answer_sent_whole_in_its_first_event_is_held_to_the_length_cap(llm_env):
+    """Text a content block starts with was not counted: 5 MB that way was stored whole (and billed as
+    the 200 output tokens the server claimed)."""
+    archive, run = llm_env
+    block = sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                        "content_block": {"type": "text", "text": "x" * 300_000}})
+    with FakeAnthropic(lambda req, n: (200, Raw([(0, START), (0, block)] + [(0.05, PING)] * 100), 0)) as server:
+        ops, _ = operators(server, archive, run, max_retries=0, timeout_s=30)
+        t0 = time.monotonic()
+        with pytest.raises(OperatorFailure, match="longer than") as info:
+            use(ops)
+        assert time.monotonic() - t0 < 4  # given up at the first event, not after the pings (5 s)
+    assert info.value.kind == "no_edit"
+    (row,) = calls(archive)
+    assert row["response"] is None and row["cost_usd"] > 0

@@ -21,6 +21,10 @@ from evo.mutators.llm.prices import cost_usd, require_price
 
 PREFLIGHT = "preflight"  # the prompt hash of the test call before a run (replay repeats its cost)
 CHARS_PER_TOKEN = 3.5  # rough size of source code in tokens, for the cacheable-prefix check
+# No tokenizer packs more text than this into a token: a usage figure below text length / this (an answer
+# of 286 characters reported as 0 output tokens, a 37,000-character prompt as 0 input) is not believed.
+# Generous on purpose: it catches a server that under-reports, never second-guesses a real tokenizer.
+MOST_CHARS_PER_TOKEN = 32
 MOST_INPUT_TOKENS = 2_000_000  # more than any model's context: a usage figure above it is not believed
 _stopping = threading.Event()  # the run is stopping: calls not yet sent are not sent (stop_new_calls)
 
@@ -205,8 +209,12 @@ class AnthropicClient:
                 timer.start()
                 try:
                     for event in stream:  # text, thinking and tool input all count towards the cap
-                        grows = _STREAMED.get(getattr(event, "type", ""))
-                        got[0] += len(getattr(event, grows, "") or "") if grows else 0
+                        kind = getattr(event, "type", "")
+                        grows = _STREAMED.get(kind)
+                        got[0] += len(getattr(event, grows, "") or "") if grows else _prefilled(event)
+                        if kind == "message_start":  # the input it reports: a later figure may not shrink it
+                            box["input_at_start"] = getattr(getattr(getattr(event, "message", None), "usage", None),
+                                                            "input_tokens", None)
                         if got[0] > MAX_ANSWER:
                             raise LLMCallError(f"the answer is longer than {MAX_ANSWER} characters (given up while "
                                                f"streaming: no kernel is that long)", "no_edit", cost_usd=spent())
@@ -243,9 +251,11 @@ class AnthropicClient:
             if cut.is_set():
                 raise LLMCallError(limit, cost_usd=spent())
             raise _Retry("the answer stream ended before the message was complete (no stop reason)", None, spent())
-        return self.reply(msg, time.monotonic() - start, req, max_tokens=params["max_tokens"])  # complete: kept
+        return self.reply(msg, time.monotonic() - start, req, max_tokens=params["max_tokens"],  # complete: kept
+                          input_at_start=box.get("input_at_start"))
 
-    def reply(self, msg, latency_s: float, req: Request | None = None, *, max_tokens: int | None = None) -> Reply:
+    def reply(self, msg, latency_s: float, req: Request | None = None, *, max_tokens: int | None = None,
+              input_at_start=None) -> Reply:
         content, u = getattr(msg, "content", None), getattr(msg, "usage", None)
         if not isinstance(content, list):  # e.g. a proxy's HTML page with status 200
             raise LLMCallError(f"the API answered with something that is not a message ({type(msg).__name__}: "
@@ -253,6 +263,7 @@ class AnthropicClient:
                                cost_usd=self._estimate(req))
         text = "".join(t for b in content if getattr(b, "type", "") == "text" and isinstance(t := getattr(b, "text", ""), str))
         tokens, bad = self._tokens(u)
+        bad = bad or self._too_few(tokens, req, text, input_at_start)
         model = _text_or(getattr(msg, "model", None), self.cfg.model)
         stop = _text_or(getattr(msg, "stop_reason", None), None)
         if bad:  # the answer is kept (it is paid for); its cost is an upper estimate, said so
@@ -280,6 +291,19 @@ class AnthropicClient:
                 return {}, f"{theirs}={v!r}"
             tokens[ours] = v
         return tokens, ""
+
+    def _too_few(self, tokens: dict[str, int], req: Request | None, text: str, input_at_start) -> str:
+        """What is wrong with believable-looking figures that are too small for what was sent and received
+        (see MOST_CHARS_PER_TOKEN), or whose input shrank after message_start reported it; "" if nothing."""
+        prompt = len(req.system) + len(req.text) if req else 0
+        sent = tokens["input_tokens"] + tokens["cache_write_tokens"] + tokens["cache_read_tokens"]
+        if sent < prompt / MOST_CHARS_PER_TOKEN:
+            return f"{sent} input tokens for a prompt of {prompt} characters"
+        if isinstance(input_at_start, int) and not isinstance(input_at_start, bool) and tokens["input_tokens"] < input_at_start:
+            return f"input_tokens={tokens['input_tokens']} at the end, {input_at_start} at message_start"
+        if tokens["output_tokens"] < len(text) / MOST_CHARS_PER_TOKEN:
+            return f"{tokens['output_tokens']} output tokens for an answer of {len(text)} characters"
+        return ""
 
     def _estimate(self, req: Request | None, output_tokens: int = 0) -> float:
         """An upper estimate of a call's cost when the API's figures are missing or not believable: the
@@ -326,6 +350,15 @@ class _Retry(Exception):
 
 
 _STREAMED = {"text": "text", "thinking": "thinking", "input_json": "partial_json"}  # event type: its new part
+
+
+def _prefilled(event) -> int:
+    """Characters of answer an event brings other than as a delta: text a content block starts with, or
+    blocks that message_start already holds (a server can send an answer whole that way)."""
+    kind = getattr(event, "type", "")
+    blocks = ([getattr(event, "content_block", None)] if kind == "content_block_start"
+              else getattr(getattr(event, "message", None), "content", None) or [] if kind == "message_start" else [])
+    return sum(len(v) for b in blocks for field in ("text", "thinking") if isinstance(v := getattr(b, field, None), str))
 
 
 def _cut(stream, cut: threading.Event) -> None:
