@@ -312,3 +312,27 @@ def test_an_answer_sent_whole_in_its_first_event_is_held_to_the_length_cap(llm_e
     assert info.value.kind == "no_edit"
     (row,) = calls(archive)
     assert row["response"] is None and row["cost_usd"] > 0
+
+
+def test_a_call_a_stopping_run_leaves_in_flight_is_billed_once_at_an_upper_estimate(llm_env):
+    """A call still streaming when the stop's grace ran out was never recorded: sent, paid, and $0."""
+    from evo.mutators.llm.recorder import bill_calls_left_in_flight
+    from evo.search.overlap import in_background
+
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, Raw([(0, START)] + [(0.1, PING)] * 100), 0)) as server:
+        ops, _ = operators(server, archive, run, timeout_s=3, idle_timeout_s=2, max_retries=0)
+        op = ops["llm:deepen_pipeline"]
+        fut = in_background(lambda: use(ops))
+        deadline = time.monotonic() + 5
+        while not server.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert bill_calls_left_in_flight() == 1  # the stop gave up waiting: billed now
+        (billed,) = calls(archive)
+        assert "in flight" in billed["error"] and billed["cost_usd"] >= op.client.upper_estimate(
+            op.request([PARENT], SHAPE, {})) * 0.99
+        with pytest.raises(OperatorFailure):  # the call ends later (its limit): recorded at no further cost
+            fut.result(timeout=10)
+    late = [r for r in calls(archive) if r["id"] != billed["id"]]
+    assert len(late) == 1 and not late[0]["cost_usd"] and "billed at the stop" in late[0]["error"]
+    assert op.recorder.spent_usd == pytest.approx(billed["cost_usd"])

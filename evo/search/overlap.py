@@ -54,5 +54,6 @@ def wait_for_answers(grace_s: float) -> int:
     except KeyboardInterrupt:
         left = {f for f in pending if not f.done()}
     if left:
-        log.warning(f"left {len(left)} LLM call(s) unanswered: `evo resume` asks them again")
+        log.warning(f"left {len(left)} LLM call(s) unanswered, each billed at an upper estimate: `evo resume` "
+                    f"asks them again")
     return len(left)

@@ -31,6 +31,7 @@ from evo.evaluation.limits import check_fits
 from evo.evaluation.pool import visible_gpus
 from evo.mutators.llm.client import stop_new_calls
 from evo.mutators.llm.prices import require_price
+from evo.mutators.llm.recorder import bill_calls_left_in_flight
 from evo.search.overlap import wait_for_answers
 
 log = logging.getLogger(__name__)
@@ -167,7 +168,8 @@ def recorded_session(c: EvoConfig, *, kind: str, raw_config: dict | None = None,
             log.warning(f"{kind} run {run_id} stopped ({str(stop) or 'Ctrl-C'})"  # into the run's log too
                         + (f": continue it with `{again}`" if again else ""))
             stop_new_calls()  # nothing more is sent; what was sent is waited for (billed), for `evo resume`
-            wait_for_answers(c.llm.stop_grace_s)
+            if wait_for_answers(c.llm.stop_grace_s):
+                bill_calls_left_in_flight()  # charged at an upper estimate: sent is paid for, answered or not
             raise
         except RunTakenOver:
             status = None

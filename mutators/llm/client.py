@@ -305,6 +305,10 @@ class AnthropicClient:
             return f"{tokens['output_tokens']} output tokens for an answer of {len(text)} characters"
         return ""
 
+    def upper_estimate(self, req: Request) -> float:
+        """What a call can cost at most (billed for a call a stopping run leaves in flight)."""
+        return self._estimate(req, self.cfg.max_tokens)
+
     def _estimate(self, req: Request | None, output_tokens: int = 0) -> float:
         """An upper estimate of a call's cost when the API's figures are missing or not believable: the
         prompt at two characters a token, uncached, and `output_tokens` out (a complete answer: the

@@ -93,7 +93,17 @@ class LLMOperator:
         row = {"operator": self.name, "model": req.model, "prompt_hash": req.hash, "occurrence": req.occurrence,
                "parent_id": req.parent_id, "generation": req.generation, "system": req.system, "prompt": req.text}
         kept = self.recorder.kept_answer(req.hash, req.occurrence)
-        record = self.recorder.record if kept is None else _recorded_already
+        estimate = getattr(self.client, "upper_estimate", None)
+        token = self.recorder.call_started(row, estimate(req)) if kept is None and estimate else None
+
+        def record(**columns) -> None:
+            if kept is not None:
+                return _recorded_already(**columns)
+            if token is not None and not self.recorder.call_ended(token):  # the stop billed it already
+                columns = dict(columns, cost_usd=None,
+                               error=f"billed at the stop as a call in flight; {columns.get('error') or ''}")
+            self.recorder.record(**columns)
+
         try:
             reply = self.client.complete(req) if kept is None else Reply.from_row(kept, req.model, replayed=False)
         except LLMCallError as e:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import weakref
 
 from evo.archive import Archive
 from evo.archive.llm_calls import add_llm_calls, answers_since, llm_spent, prompt_counts
@@ -19,6 +20,7 @@ from evo.archive.store import now
 
 log = logging.getLogger(__name__)
 FAILING_CALLS = 8  # failed LLM calls in a row before the run says so (a power of two)
+_live: weakref.WeakSet = weakref.WeakSet()  # every recorder, for bill_calls_left_in_flight
 
 
 class Recorder:
@@ -31,6 +33,9 @@ class Recorder:
         self.failing, self.last_error = 0, ""  # calls failed since the last that answered, and its error
         self.asked: dict[str, int] = {}
         self.kept: dict[tuple[str, int], dict] = {}  # answers of an interrupted generation
+        self.in_flight: dict[int, dict] = {}  # calls sent and not yet ended: their row, at an upper estimate
+        self._calls = 0
+        _live.add(self)
         if archive is not None and run_id is not None:
             self.spent_usd = llm_spent(archive, run_id)
             resume_at = (archive.get_state(run_id, "search") or {}).get("generation")
@@ -48,6 +53,29 @@ class Recorder:
             n = self.asked.get(prompt_hash, 0)
             self.asked[prompt_hash] = n + 1
             return n
+
+    def call_started(self, row: dict, upper_estimate_usd: float) -> int:
+        """A call goes out: kept with what it can cost at most until it ends (call_ended), so that a run
+        that stops and leaves it behind still bills it (bill_unanswered). Returns its token."""
+        with self._lock:
+            self._calls += 1
+            self.in_flight[self._calls] = dict(row, cost_usd=upper_estimate_usd)
+            return self._calls
+
+    def call_ended(self, token: int) -> bool:
+        """The call ended; False where bill_unanswered billed it already (the stop did not wait for it)."""
+        with self._lock:
+            return self.in_flight.pop(token, None) is not None
+
+    def bill_unanswered(self) -> int:
+        """Record every call still in flight at its upper estimate (a stopping run that leaves it behind
+        is still charged for it); returns how many. One that answers later is recorded at no further cost."""
+        with self._lock:
+            rows, self.in_flight = list(self.in_flight.values()), {}
+            for row in rows:
+                self.record(**row, outcome="unavailable", error="the run stopped while this call was in flight: "
+                            "billed at an upper estimate (the prompt at two characters a token, llm.max_tokens out)")
+            return len(rows)
 
     def exhausted(self) -> bool:
         return self.spent_usd >= self.budget_usd
@@ -94,3 +122,8 @@ class Recorder:
                 self._writer = Archive.open(self.archive.path)
             add_llm_calls(self._writer, self.pending)
             self.pending = []
+
+
+def bill_calls_left_in_flight() -> int:
+    """On a stop, after the grace for answers in flight: bill each call still unanswered (every recorder's)."""
+    return sum(r.bill_unanswered() for r in list(_live))
