@@ -336,3 +336,37 @@ def test_a_call_a_stopping_run_leaves_in_flight_is_billed_once_at_an_upper_estim
     late = [r for r in calls(archive) if r["id"] != billed["id"]]
     assert len(late) == 1 and not late[0]["cost_usd"] and "billed at the stop" in late[0]["error"]
     assert op.recorder.spent_usd == pytest.approx(billed["cost_usd"])
+
+
+@pytest.mark.parametrize("start_usage, delta_usage", [
+    ({"input_tokens": 1000, "output_tokens": 1}, None),  # message_delta without usage
+    (None, None),  # no usage anywhere
+], ids=["no usage at the end", "no usage at all"])
+def test_a_streamed_answer_without_usage_is_kept_and_billed_at_an_estimate(llm_env, start_usage, delta_usage):
+    """The SDK's accumulator raised on a message_delta without usage: the complete answer was thrown away,
+    asked again and paid for on every attempt, and the error pointed at llm.base_url."""
+    archive, run = llm_env
+
+    def behaviour(req, n):
+        msg = dict(message(""), content=[], stop_reason=None)
+        msg.pop("usage")
+        if start_usage is not None:
+            msg["usage"] = start_usage
+        end = {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}}
+        if delta_usage is not None:
+            end["usage"] = delta_usage
+        return 200, Raw([(0, sse("message_start", {"type": "message_start", "message": msg})),
+                         (0, sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                                         "content_block": {"type": "text", "text": ""}})),
+                         (0, sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                             "type": "text_delta", "text": deepen(prompt_of(req))}})),
+                         (0, sse("content_block_stop", {"type": "content_block_stop", "index": 0})),
+                         (0, sse("message_delta", end)), (0, sse("message_stop", {"type": "message_stop"}))]), 0
+
+    with FakeAnthropic(behaviour) as server:
+        ops, _ = operators(server, archive, run)
+        child = use(ops)
+        assert len(server.requests) == 1  # kept, not asked again
+    (row,) = calls(archive)
+    assert row["outcome"] == "child" and row["kernel_id"] == child.id and "not believable" in row["error"]
+    assert row["cost_usd"] > 0

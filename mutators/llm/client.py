@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 from evo.config import LLMConfig
 from evo.core.errors import EvoError
@@ -193,15 +194,16 @@ class AnthropicClient:
         which shuts the connection down."""
         sdk = self._sdk
         timeout = max(1.0, min(self.cfg.idle_timeout_s, deadline - time.monotonic()))
-        cut, stream, msg = threading.Event(), None, None
-        got = [0]  # characters of answer text received
+        cut, stream, answer = threading.Event(), None, _Answer()
         limit = f"the answer was still streaming at the call's limit llm.timeout_s={self.cfg.timeout_s:g} s"
 
         def spent() -> float:
-            return self._partial_cost(stream, req, got[0])
+            return self._partial_cost(answer, req)
 
         try:
-            with self.client.messages.stream(**params, timeout=timeout) as stream:
+            # the raw event stream, added up here (_Answer): the SDK's own accumulator raised on a
+            # message_delta without usage, which threw a complete (paid) answer away
+            with self.client.messages.create(**params, stream=True, timeout=timeout) as stream:
                 if box.get("abandoned"):  # the caller gave up while the headers trickled in
                     _cut(stream, cut)
                 timer = threading.Timer(max(0.0, deadline - time.monotonic()), _cut, (stream, cut))
@@ -209,18 +211,12 @@ class AnthropicClient:
                 timer.start()
                 try:
                     for event in stream:  # text, thinking and tool input all count towards the cap
-                        kind = getattr(event, "type", "")
-                        grows = _STREAMED.get(kind)
-                        got[0] += len(getattr(event, grows, "") or "") if grows else _prefilled(event)
-                        if kind == "message_start":  # the input it reports: a later figure may not shrink it
-                            box["input_at_start"] = getattr(getattr(getattr(event, "message", None), "usage", None),
-                                                            "input_tokens", None)
-                        if got[0] > MAX_ANSWER:
+                        answer.add(event)
+                        if answer.chars > MAX_ANSWER:
                             raise LLMCallError(f"the answer is longer than {MAX_ANSWER} characters (given up while "
                                                f"streaming: no kernel is that long)", "no_edit", cost_usd=spent())
                         if time.monotonic() > deadline:
                             raise LLMCallError(limit, cost_usd=spent())
-                    msg = stream.get_final_message()
                 finally:
                     timer.cancel()
         except sdk.APIStatusError as e:
@@ -247,12 +243,15 @@ class AnthropicClient:
             raise _Retry(f"the API answered with something that is not a message stream ({type(e).__name__}: "
                          f"{str(e)[:300] or 'no detail'}); check llm.base_url and any proxy between", None,
                          spent()) from None
-        if getattr(msg, "stop_reason", None) is None:  # the stream ended before the API said the message was done
+        if not answer.started or answer.stop_reason is None:  # the stream ended before the message was done
             if cut.is_set():
                 raise LLMCallError(limit, cost_usd=spent())
+            if not answer.started:  # e.g. a proxy's HTML page with status 200: no event at all
+                raise _Retry("the API answered with something that is not a message stream (no message_start "
+                             "event); check llm.base_url and any proxy between", None, spent())
             raise _Retry("the answer stream ended before the message was complete (no stop reason)", None, spent())
-        return self.reply(msg, time.monotonic() - start, req, max_tokens=params["max_tokens"],  # complete: kept
-                          input_at_start=box.get("input_at_start"))
+        return self.reply(answer.message(), time.monotonic() - start, req, max_tokens=params["max_tokens"],
+                          input_at_start=answer.input_at_start)  # complete: kept
 
     def reply(self, msg, latency_s: float, req: Request | None = None, *, max_tokens: int | None = None,
               input_at_start=None) -> Reply:
@@ -317,19 +316,15 @@ class AnthropicClient:
         return cost_usd(self.price, input_tokens=math.ceil(chars / 2), output_tokens=output_tokens,
                         cache_write_tokens=0, cache_read_tokens=0)
 
-    def _partial_cost(self, stream, req: Request, chars: int = 0) -> float:
+    def _partial_cost(self, answer: _Answer, req: Request) -> float:
         """What an attempt that ended without a complete answer cost. Nothing when no answer began (a
         429, 529 or server error before the stream: not billed); else its usage so far when the stream
         reported believable figures, with at least the text received as output (about 3.5 characters
         a token), or the prompt's estimate when the figures are not believable."""
-        try:
-            snapshot = stream.current_message_snapshot if stream is not None else None
-        except Exception:
-            snapshot = None
-        if snapshot is None:
+        if not answer.started:
             return 0.0
-        tokens, bad = self._tokens(getattr(snapshot, "usage", None))
-        out = min(math.ceil(chars / CHARS_PER_TOKEN), self.cfg.max_tokens)  # no answer is billed past max_tokens
+        tokens, bad = self._tokens(answer.usage_so_far())
+        out = min(math.ceil(answer.chars / CHARS_PER_TOKEN), self.cfg.max_tokens)  # never billed past max_tokens
         if bad:
             return self._estimate(req, out)
         return cost_usd(self.price, **dict(tokens, output_tokens=max(tokens["output_tokens"], out)))
@@ -353,16 +348,69 @@ class _Retry(Exception):
         self.reason, self.retry_after, self.cost_usd = reason, retry_after, cost_usd
 
 
-_STREAMED = {"text": "text", "thinking": "thinking", "input_json": "partial_json"}  # event type: its new part
+_DELTA_TEXT = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
 
 
-def _prefilled(event) -> int:
-    """Characters of answer an event brings other than as a delta: text a content block starts with, or
-    blocks that message_start already holds (a server can send an answer whole that way)."""
-    kind = getattr(event, "type", "")
-    blocks = ([getattr(event, "content_block", None)] if kind == "content_block_start"
-              else getattr(getattr(event, "message", None), "content", None) or [] if kind == "message_start" else [])
-    return sum(len(v) for b in blocks for field in ("text", "thinking") if isinstance(v := getattr(b, field, None), str))
+class _Answer:
+    """A streamed answer added up from the raw events, with no trust in their shape: what is missing or
+    of the wrong type is left out (a usage figure that is not there keeps the last one seen; the checks
+    in `reply` then judge it). `chars` counts every character of answer received (text, thinking and
+    tool input, deltas or text a block or message_start arrives with), for the length cap."""
+
+    _USAGE = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+    def __init__(self) -> None:
+        self.started, self.model, self.stop_reason = False, None, None
+        self.usage: dict = {}
+        self.texts: dict = {}  # block index -> text so far (text blocks only)
+        self.chars = 0
+        self.input_at_start = None  # input tokens as message_start reported them: a later figure may not shrink
+
+    def add(self, event) -> None:
+        kind = getattr(event, "type", "")
+        if kind == "message_start":
+            msg = getattr(event, "message", None)
+            self.started, self.model = True, getattr(msg, "model", None)
+            self._take_usage(getattr(msg, "usage", None))
+            self.input_at_start = self.usage.get("input_tokens")
+            for i, block in enumerate(getattr(msg, "content", None) or []):
+                self._start_block(i, block)
+        elif kind == "content_block_start":
+            self._start_block(getattr(event, "index", None), getattr(event, "content_block", None))
+        elif kind == "content_block_delta":
+            delta = getattr(event, "delta", None)
+            part = getattr(delta, _DELTA_TEXT.get(getattr(delta, "type", ""), ""), None)
+            if isinstance(part, str):
+                self.chars += len(part)
+                index = getattr(event, "index", None)
+                if getattr(delta, "type", "") == "text_delta" and index in self.texts:
+                    self.texts[index] += part
+        elif kind == "message_delta":
+            self.stop_reason = getattr(getattr(event, "delta", None), "stop_reason", None)
+            self._take_usage(getattr(event, "usage", None))
+
+    def _start_block(self, index, block) -> None:
+        for field in ("text", "thinking"):
+            if isinstance(v := getattr(block, field, None), str):
+                self.chars += len(v)
+        if getattr(block, "type", "") == "text" and isinstance(index, int):
+            text = getattr(block, "text", "")
+            self.texts[index] = text if isinstance(text, str) else ""
+
+    def _take_usage(self, usage) -> None:
+        for name in self._USAGE:
+            v = getattr(usage, name, None)
+            if v is not None:
+                self.usage[name] = v
+
+    def usage_so_far(self):
+        return SimpleNamespace(**{name: self.usage.get(name) for name in self._USAGE})
+
+    def message(self):
+        """The answer in the shape `reply` reads (a Message's attributes)."""
+        blocks = [SimpleNamespace(type="text", text=self.texts[i]) for i in sorted(self.texts)]
+        return SimpleNamespace(content=blocks, usage=self.usage_so_far(), model=self.model,
+                               stop_reason=self.stop_reason)
 
 
 def _cut(stream, cut: threading.Event) -> None:
