@@ -8,6 +8,7 @@ import time
 import pytest
 
 from evo.mutators.llm.operator import OperatorFailure
+from evo.mutators.llm.prices import cost_usd
 from evo.mutators.llm.recorder import FAILING_CALLS, Recorder
 from tests.fake_anthropic import FakeAnthropic, Raw, error, message, prompt_of, sse, stream_parts
 from tests.llm_helpers import PARENT, SHAPE, calls, deepen, operators
@@ -370,3 +371,37 @@ def test_a_streamed_answer_without_usage_is_kept_and_billed_at_an_estimate(llm_e
     (row,) = calls(archive)
     assert row["outcome"] == "child" and row["kernel_id"] == child.id and "not believable" in row["error"]
     assert row["cost_usd"] > 0
+
+
+def test_a_redirect_is_not_followed_and_says_where_it_pointed(llm_env):
+    """A 307 to another host was followed: every prompt (parents' sources included) went there."""
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, message(deepen(prompt_of(req))), 0)) as elsewhere:
+        moved = (f"HTTP/1.1 307 Temporary Redirect\r\nlocation: {elsewhere.url}/v1/messages\r\n"
+                 f"content-length: 0\r\nconnection: close\r\n\r\n").encode()
+        with FakeAnthropic(lambda req, n: (200, Raw([(0, moved)], with_headers=False), 0)) as server:
+            ops, _ = operators(server, archive, run)
+            with pytest.raises(OperatorFailure, match="redirect") as info:
+                use(ops)
+        assert not elsewhere.requests and info.value.kind == "refused" and elsewhere.url in str(info.value)
+
+
+@pytest.mark.parametrize("answered, dearer, noted", [
+    ("claude-opus-4-1", True, True),  # a dearer model than asked: billed at its price
+    ("claude-haiku-4-5", False, False),  # a cheaper one: billed as asked
+    ("claude-sonnet-5-20991231", False, False),  # the asked model's dated name
+    ("mystery-model", False, True),  # no listed price: as asked, and said so
+])
+def test_an_answer_from_another_model_is_billed_at_the_dearer_price(llm_env, answered, dearer, noted):
+    """An answer from claude-opus-4-1 to a claude-sonnet-5 request was billed at a fifth of its price."""
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, dict(message(deepen(prompt_of(req))), model=answered), 0)) as server:
+        ops, _ = operators(server, archive, run)
+        use(ops)
+        cfg = ops["llm:deepen_pipeline"].client.cfg
+    (row,) = calls(archive)
+    tokens = dict(input_tokens=1000, output_tokens=200, cache_write_tokens=0, cache_read_tokens=0)
+    asked = cost_usd(cfg.prices[cfg.model], **tokens)
+    expected = cost_usd(cfg.prices[answered], **tokens) if dearer else asked
+    assert row["model"] == answered and row["cost_usd"] == pytest.approx(expected)
+    assert bool(row["error"]) == noted and (not noted or answered in row["error"])

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from evo.config import LLMConfig
 from evo.core.errors import EvoError
 from evo.mutators.llm.edits import MAX_ANSWER
-from evo.mutators.llm.prices import cost_usd, require_price
+from evo.mutators.llm.prices import cost_usd, listed_price, require_price, same_model
 
 PREFLIGHT = "preflight"  # the prompt hash of the test call before a run (replay repeats its cost)
 CHARS_PER_TOKEN = 3.5  # rough size of source code in tokens, for the cacheable-prefix check
@@ -116,8 +116,11 @@ class AnthropicClient:
         # retries are ours: they must fit in the call's wall-clock limit, with retry-after capped
         # answers uncompressed: a compressed event that expands to gigabytes is decoded whole before
         # the length cap can see it (a server that compresses all the same still can; its call ends at its limit)
+        # no redirects followed: a server's 3xx must not send the prompts (and the parents' sources) elsewhere
         self.client = anthropic.Anthropic(base_url=cfg.base_url or None, max_retries=0, timeout=cfg.idle_timeout_s,
-                                          default_headers={"accept-encoding": "identity"})
+                                          default_headers={"accept-encoding": "identity"},
+                                          http_client=anthropic.DefaultHttpxClient(follow_redirects=False,
+                                                                                   timeout=cfg.idle_timeout_s))
         self._slots = threading.BoundedSemaphore(cfg.concurrency)
         self.sleep = time.sleep  # tests watch the waits
         _stopping.clear()
@@ -224,6 +227,11 @@ class AnthropicClient:
             if status in REFUSALS:
                 raise LLMCallError(f"{REFUSALS[status]} ({type(e).__name__} {status}: {str(e)[:300]})",
                                    "refused") from None
+            if 300 <= status < 400:
+                where = (getattr(e.response, "headers", None) or {}).get("location", "?")
+                raise LLMCallError(f"the API answered with a redirect ({status} to {where[:200]}), which evo does not "
+                                   f"follow: the prompts go to llm.base_url and nowhere else; if that is the endpoint, "
+                                   f"set llm.base_url to it", "refused") from None
             if status == 413:  # this prompt is too large: asking again cannot help, other prompts may pass
                 raise LLMCallError(f"the API found the request too large ({str(e)[:300]})") from None
             what = "an error event in the answer stream" if status == 200 else f"{type(e).__name__} {status}"
@@ -270,8 +278,16 @@ class AnthropicClient:
             return Reply(text, model, stop, cost_usd=self._estimate(req, out),
                          latency_s=latency_s, note=f"the API's usage figures were not believable ({bad}): the cost is "
                                                    f"estimated from the prompt's length and llm.max_tokens")
+        cost, note = cost_usd(self.price, **tokens), ""
+        if not same_model(model, self.cfg.model):  # answered by another model: billed at the dearer of the two
+            other = listed_price(self.cfg, model)
+            said = f"answered by {model[:100]}, not {self.cfg.model}"
+            if other is None:
+                note = f"{said}, which has no listed price: priced as {self.cfg.model}"
+            elif cost_usd(other, **tokens) > cost:
+                cost, note = cost_usd(other, **tokens), f"{said}: priced as {model[:100]}"
         return Reply(text, model, stop, tokens["input_tokens"], tokens["output_tokens"],
-                     tokens["cache_write_tokens"], tokens["cache_read_tokens"], cost_usd(self.price, **tokens), latency_s)
+                     tokens["cache_write_tokens"], tokens["cache_read_tokens"], cost, latency_s, note=note)
 
     def _tokens(self, u) -> tuple[dict[str, int], str]:
         """The usage's token counts, and what is wrong with them ("" when each is a whole number from 0

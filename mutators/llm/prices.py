@@ -24,8 +24,18 @@ def price_of(cfg: LLMConfig) -> LLMPrice | None:
 
 
 def _listed(cfg: LLMConfig) -> LLMPrice | None:
+    return listed_price(cfg, cfg.model)
+
+
+def listed_price(cfg: LLMConfig, model: str) -> LLMPrice | None:
+    """The table's price for `model` (a dated name priced as its undated one), or None."""
     prices = cfg.prices or {}
-    return prices.get(cfg.model) or prices.get(_DATED.sub("", cfg.model))
+    return prices.get(model) or prices.get(_DATED.sub("", model))
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names are one model (a dated name and its undated one are)."""
+    return _DATED.sub("", a) == _DATED.sub("", b)
 
 
 def require_price(cfg: LLMConfig) -> LLMPrice:
