@@ -2,6 +2,7 @@
 whose output reader goes away (`evo run ... 2>&1 | head`) stops as on Ctrl-C, resumable."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 
@@ -71,3 +72,22 @@ def test_resume_takes_its_options_after_the_archive_too(tmp_path, capsys):
         assert "no archive at" in str(e)
     else:
         raise AssertionError("resuming a missing archive did not fail")
+
+
+def test_a_run_ended_by_kill_is_stopped_resumable_and_exits_143(tmp_path):
+    """`kill PID` (or `timeout`) stops a run as Ctrl-C does, and the exit status says which signal
+    ended it, as a shell reports it: 128 + 15 (it said 130, Ctrl-C's)."""
+    path = tmp_path / "k.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "evo", "run", "evaluator=simulated", "llm=none", "shapes=inline",
+                             "shapes.list=[64x64x64]", "islands.n=1", "islands.population=2",
+                             "search.children_per_island=2", "search.max_evaluations=100000", f"archive.path={path}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "gen   1 |" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=120) == 143, rest
+    assert "evo: interrupted: run stopped; continue it with `evo resume" in rest
+    assert Archive.open(path, readonly=True).runs()[0]["status"] == "stopped"

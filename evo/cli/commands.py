@@ -39,7 +39,7 @@ def resume_cli(argv: list[str]) -> None:
     except KeyboardInterrupt as stop:
         again = getattr(stop, "resume_hint", None) or " ".join(["evo resume", a.archive,
                                                                *(["--run", str(a.run)] if a.run else [])])
-        stopped(interrupted(a.archive, again))
+        stopped(interrupted(a.archive, again), stop)
 
 
 def export_cli(argv: list[str]) -> None:

@@ -330,7 +330,7 @@ def hydra_command(name: str, argv: list[str]) -> None:
                 fail(str(e))
             except KeyboardInterrupt as stop:  # Ctrl-C, kill PID, or the reader of the output gone (evo.cli.main)
                 again = getattr(stop, "resume_hint", None) or (f"evo resume {c.archive.path}" if name == "run" else None)
-                stopped(interrupted(c.archive.path, again))
+                stopped(interrupted(c.archive.path, again), stop)
             log.debug(f"{name}: {result}")
             return
         # one archive per job, in the job's own output directory

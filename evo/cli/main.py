@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> None:
             fail(f"unknown command {command!r}: try `evo --help`")
     except EvoError as e:
         fail(str(e))
-    except KeyboardInterrupt:
-        stopped("interrupted")
+    except KeyboardInterrupt as stop:
+        stopped("interrupted", stop)
 
 
 def _stop(signum, frame) -> None:

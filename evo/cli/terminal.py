@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 
 
@@ -66,9 +67,12 @@ def fail(message: str, code: int = 2) -> None:
     _exit_saying(f"evo: error: {message}", code)
 
 
-def stopped(message: str) -> None:
-    """A command stopped by Ctrl-C or a signal: not an error of the user's, so no "error:"; exit 130."""
-    _exit_saying(f"evo: {message}", 130)
+def stopped(message: str, stop: BaseException | None = None) -> None:
+    """A command stopped by Ctrl-C or a signal: not an error of the user's, so no "error:"; exit 130 (as
+    for SIGINT), or 128 + the signal's number where `stop` came from another (evo.cli.main's "signal N":
+    143 for the SIGTERM of `kill` or `timeout`), as a shell reports a process the signal ended."""
+    signum = re.fullmatch(r"signal (\d+)", str(stop or ""))
+    _exit_saying(f"evo: {message}", 128 + int(signum.group(1)) if signum else 130)
 
 
 def _exit_saying(line: str, code: int) -> None:

@@ -48,7 +48,7 @@ def wait_for_answers(grace_s: float) -> int:
     if not pending or grace_s <= 0:
         return len(pending)
     log.warning(f"waiting up to {grace_s:g} s for {len(pending)} LLM answer(s) in flight: each is billed, and each "
-                f"that arrives is recorded for `evo resume` (Ctrl-C again to leave now)")
+                f"that arrives is recorded for `evo resume` (a second Ctrl-C or kill leaves now)")
     try:
         _, left = cf.wait(pending, timeout=grace_s)
     except KeyboardInterrupt:
