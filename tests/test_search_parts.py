@@ -646,3 +646,22 @@ def test_a_register_cap_find_replaces_the_parents_own():
                  if (q := dict(fam.complete(fam.default), **{k: v})) != fam.complete(fam.default) and fam.valid(q))
     made = OPERATORS["replay_change"].apply([capped(fam.candidate(other), "2")], random.Random(0), finds=[change])
     assert made is not None and options_of(made.source) == {"minblocks": "3"} and made.params == fam.complete(other)
+
+
+def test_an_archive_error_inside_an_operator_is_a_failed_use_and_is_said(caplog):
+    """An LLM call's row the archive refused (a paid answer not recorded) was counted as a failed use
+    of the operator and nothing was said."""
+    import logging
+
+    from evo.core.errors import ArchiveError
+    from evo.search.loop import Search
+    from evo.search.state import Plan
+
+    def refused():
+        raise ArchiveError("Error binding parameter 4: type 'dict' is not supported")
+
+    plan = Plan(0, "llm:rewrite", None, Shape(77, 4096, 4096), 0.5, "ctx")
+    with caplog.at_level(logging.WARNING, logger="evo.search.loop"):
+        Search._settle(None, plan, refused)  # type: ignore[arg-type]
+    assert plan.candidate is None and plan.failure_kind == "operator" and "binding" in plan.failure
+    assert "the archive refused a write" in caplog.text

@@ -30,7 +30,7 @@ from evo.archive.elites import cell_of, elites, offer
 from evo.archive.ownership import Owner, check_owner
 from evo.archive.search_state import load_run, save_generation
 from evo.config import EvoConfig
-from evo.core.errors import ConfigError, EvoError
+from evo.core.errors import ArchiveError, ConfigError, EvoError
 from evo.core.kernel import Candidate
 from evo.core.records import Outcome, Status
 from evo.core.rng import rng_from_json, rng_to_json
@@ -452,6 +452,9 @@ class Search:
                 p.failure = "the operator has no child to propose for this parent and shape"
                 if not p.operator.startswith("llm:"):
                     p.failure_kind = "no_child"
+        except ArchiveError as e:  # not the operator's failure: something (an LLM call's row) was not recorded
+            log.warning(f"operator {p.operator}: the archive refused a write: {e}")
+            p.candidate, p.failure, p.failure_kind = None, str(e), "operator"
         except EvoError as e:
             p.candidate, p.failure, p.failure_kind = None, str(e), getattr(e, "kind", "operator")
         except Exception as e:  # an operator's bug must not end the search: a failed use, logged
