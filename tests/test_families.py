@@ -160,9 +160,9 @@ def test_multicast_pairs_launch_two_ctas_per_cluster():
     dict(BM=128, BN=128, SPLIT_K=4, STAGES=5, PERSISTENT=0)])
 def test_multicast_pairs_split_k_over_l2_with_a_workspace_slot_for_each_tile_of_a_pair(change, compiler):
     """A pair (CLUSTER_M=2) walks items of two M tiles, each in SPLIT_K slices; its CTAs add their
-    partials in slots of their own (tile_of), and the workspace bounds count a pair's second tile even
-    where it lies beyond M. cuBLASLt's pick on 256x256x16384 is of this kind (64x64 tiles, split-K 8,
-    2x1 clusters; benchmarks/session28)."""
+    partials in slots of their own (pair_tile, which the schedule check runs on the host), and the
+    workspace bounds count a pair's second tile even where it lies beyond M. cuBLASLt's pick on
+    256x256x16384 is of this kind (64x64 tiles, split-K 8, 2x1 clusters; benchmarks/session28)."""
     params, source = _compiled_without_spills(dict(CLUSTER_M=2, **change), compiler, spills=0)
     assert "w.slot = w.slot * CLUSTER_M + m_rank; w.base = w.slot * w.parts;" in source
     assert f"// @evo requires = cdiv(cdiv(M, {params['BM']}), 2) * 2 * cdiv(N, {params['BN']})" in source
@@ -283,9 +283,12 @@ SCHEDULE_CHECK = r"""
 // its tile's fix-up, each partial in a workspace slot of its own that lies inside the workspace, and
 // the parts of a slot are numbered 0 .. parts-1 once each (its slots: the last two rounds' tiles;
 // with STREAM_K 2 the last round's alone). The same for the partials of FIXUP 1 (ordered split-K).
+// A multicast pair (CLUSTER_M 2) takes each item as two tiles of M, one a CTA (pair_tile), the last
+// pair's second tile possibly beyond M: its k-steps count once too, and its slot is its own.
 int check(int M, int N, int K, int slots) {
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
-    const int tiles = tiles_m * tiles_n, items = count_items(tiles, slots, k_tiles);
+    const int pair_rows = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, item_tiles = pair_rows * tiles_n;
+    const int tiles = item_tiles * CLUSTER_M, items = count_items(item_tiles, slots, k_tiles);
     // FIXUP 1 gives every partial a workspace tile of its own; the declaration's requires lines keep
     // larger products (or rounds of CTAs) away from the kernel
     if (FIXUP && (long long)(TAIL_SPLIT > 1 ? slots : tiles * SPLIT_K) * BM * BN > EVO_WS_FLOATS) return 0;
@@ -294,13 +297,13 @@ int check(int M, int N, int K, int slots) {
     std::vector<int> slot_parts(slot_limit, 0);
     std::vector<std::vector<char>> slot_part_seen(slot_limit);
     std::vector<char> partial_used(EVO_WS_FLOATS / (BM * BN) + 1, 0);
-    for (int item = 0; item < items; ++item) {
-        Work w = work_item(item, tiles_m, tiles_n, k_tiles, slots);
-        if (w.m0 < 0 || w.m0 >= tiles_m * BM || w.n0 < 0 || w.n0 >= tiles_n * BN) return 1;
+    for (int item = 0; item < items; ++item) for (int rank = 0; rank < CLUSTER_M; ++rank) {
+        Work w = pair_tile(work_item(item, pair_rows, tiles_n, k_tiles, slots), rank);
+        if (w.m0 < 0 || w.m0 >= pair_rows * CLUSTER_M * BM || w.n0 < 0 || w.n0 >= tiles_n * BN) return 1;
         const int tile = (w.m0 / BM) * tiles_n + w.n0 / BN;
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt) seen[tile * k_tiles + kt] += 1;
         // STREAM_K 2 shares out the last round alone: the full rounds before it take whole tiles
-        if (STREAM_K == 2 && item < tiles / slots * slots && (w.kt_begin != 0 || w.kt_end != k_tiles)) return 9;
+        if (STREAM_K == 2 && item < item_tiles / slots * slots && (w.kt_begin != 0 || w.kt_end != k_tiles)) return 9;
         if (STREAM_K && w.kt_begin >= w.kt_end) continue;  // an empty item: the kernel skips it
         if (w.parts == 1) continue;
         if (w.slot < 0 || w.slot >= slot_limit) return 2;
@@ -317,7 +320,7 @@ int check(int M, int N, int K, int slots) {
         }
     }
     for (int v : seen) if (v != 1) return 4;
-    if (TAIL_SPLIT > 1 && items - tiles / slots * slots > slots) return 6;  // the last round fits the CTAs
+    if (TAIL_SPLIT > 1 && items - item_tiles / slots * slots > slots) return 6;  // the last round fits the CTAs
     for (int s = 0; s < slot_limit; ++s)
         if (slot_tile[s] >= 0 && slot_items[s] != slot_parts[s]) return 5;
     return 0;
@@ -340,11 +343,14 @@ int main() {
                                     dict(STREAM_K=2, BN=128), dict(STREAM_K=2, BM=64, BN=64, CONSUMERS=1),
                                     dict(TAIL_SPLIT=4, FIXUP=1), dict(SPLIT_K=3, PERSISTENT=0, FIXUP=1),
                                     dict(SPLIT_K=2, FIXUP=1, BM=64, BN=64, CONSUMERS=1),
-                                    dict(TAIL_SPLIT=16, FIXUP=1, BM=64, BN=64, CONSUMERS=1)])
+                                    dict(TAIL_SPLIT=16, FIXUP=1, BM=64, BN=64, CONSUMERS=1),
+                                    dict(CLUSTER_M=2), dict(CLUSTER_M=2, SPLIT_K=8, BM=64, BN=64, CONSUMERS=1),
+                                    dict(CLUSTER_M=2, SPLIT_K=3, PERSISTENT=0),
+                                    dict(CLUSTER_M=2, SPLIT_K=4, FIXUP=1, BM=64, BN=128, CONSUMERS=1)])
 def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
     """The persistent schedule of hopper.cu itself (not a copy of it), compiled for the host by nvcc:
     whole tiles in full rounds, the last round's tiles split over K (a tail split) or shared out
-    stream-K, plain split-K."""
+    stream-K, plain split-K; multicast pairs, with split-K too (a workspace slot for each tile of a pair)."""
     import re
     import shutil
     import subprocess
@@ -353,7 +359,8 @@ def test_the_kernels_own_schedule_covers_every_k_step_once(change, tmp_path):
         pytest.skip("needs nvcc (CUDA 13) to compile the schedule for the host")
     fam = FAMILIES["hopper"]
     source = fam.render(dict(fam.default, STAGES=2, **change))
-    names = "BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT|STREAM_K|FIXUP|STREAM_K_MIN_STEPS|STREAM_K_MAX_SHARES|EVO_WS_FLOATS"
+    names = ("BM|BN|BK|GROUP_M|SPLIT_K|TAIL_SPLIT|STREAM_K|FIXUP|STREAM_K_MIN_STEPS|STREAM_K_MAX_SHARES|EVO_WS_FLOATS|"
+             "CLUSTER_M")
     defines = "\n".join(re.findall(rf"^#define (?:{names}) .*$", source, re.M))
     defines += "\n#ifndef EVO_WS_FLOATS\n#define EVO_WS_FLOATS (8 * 1024 * 1024)\n#endif"
     schedule = source[source.index("struct Work"):source.index('extern "C" __global__')]

@@ -363,6 +363,17 @@ __device__ __forceinline__ Work work_item(int item, int tiles_m, int tiles_n, in
 }
 #endif
 
+// With multicast, an item is a pair of neighbouring M tiles (`w` in units of pairs): CTA `m_rank` of the
+// pair takes the pair's m_rank-th tile, and with split-K over L2 a workspace slot of its own (the pair's
+// second tile may lie beyond M: it loads the last real A tile and stores nothing). CLUSTER_M 1: w as it is.
+__device__ __forceinline__ Work pair_tile(Work w, int m_rank) {
+    w.m0 = w.m0 * CLUSTER_M + m_rank * BM;
+#if CLUSTER_M > 1 && SPLIT_K > 1
+    w.slot = w.slot * CLUSTER_M + m_rank; w.base = w.slot * w.parts;
+#endif
+    return w;
+}
+
 extern "C" __global__ void __launch_bounds__(${THREADS}, CTAS_PER_SM)
 hgemm(const half* A, const half* B, half* C, int M, int N, int K,
       const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB${TMC_PARAM}) {
@@ -394,15 +405,7 @@ hgemm(const half* A, const half* B, half* C, int M, int N, int K,
 #else
     const int m_rank = 0;
 #endif
-    auto tile_of = [&](int item) {
-        Work w = work_item(item, pair_rows, tiles_n, k_tiles, item_stride);
-        w.m0 = w.m0 * CLUSTER_M + m_rank * BM;
-#if CLUSTER_M > 1 && SPLIT_K > 1
-        // split-K over L2: the pair's two tiles add their partials in workspace slots of their own
-        w.slot = w.slot * CLUSTER_M + m_rank; w.base = w.slot * w.parts;
-#endif
-        return w;
-    };
+    auto tile_of = [&](int item) { return pair_tile(work_item(item, pair_rows, tiles_n, k_tiles, item_stride), m_rank); };
     const int warpgroup = threadIdx.x / 128;
     const int tid_in_wg = threadIdx.x % 128;
 
