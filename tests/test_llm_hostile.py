@@ -33,6 +33,7 @@ def test_a_server_that_pings_forever_is_cut_at_the_calls_limit_and_its_input_is_
         assert time.monotonic() - t0 < 8  # the limit is 2 s; without the timer, 60 s
     (row,) = calls(archive)
     assert row["outcome"] == "unavailable" and row["cost_usd"] > 0  # the 1000 input tokens of message_start
+    assert 1.5 < row["latency_s"] < 8  # a failed call's time is recorded too: the limit held (2 s)
 
 
 def test_a_preflight_that_trickles_cannot_hold_the_start(llm_env):

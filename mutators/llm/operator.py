@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from dataclasses import replace
 from importlib import resources
 
@@ -104,10 +105,12 @@ class LLMOperator:
                                error=f"billed at the stop as a call in flight; {columns.get('error') or ''}")
             self.recorder.record(**columns)
 
+        sent = time.monotonic()
         try:
             reply = self.client.complete(req) if kept is None else Reply.from_row(kept, req.model, replayed=False)
-        except LLMCallError as e:
-            record(**row, outcome=e.kind, error=str(e), replayed=int(e.replayed), cost_usd=e.cost_usd or None)
+        except LLMCallError as e:  # its latency too: that the call's limit held can be read from the archive
+            record(**row, outcome=e.kind, error=str(e), replayed=int(e.replayed), cost_usd=e.cost_usd or None,
+                   latency_s=round(time.monotonic() - sent, 3))
             if e.kind == "refused" and not getattr(self.client, "refused", None):
                 self.client.refused = str(e)
             raise OperatorFailure(str(e), e.kind) from None
