@@ -12,7 +12,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def message(text: str, *, input_tokens: int = 1000, output_tokens: int = 200, cache_read: int = 0,
+def message(text: str, *, input_tokens: int = 4000, output_tokens: int = 200, cache_read: int = 0,
             cache_write: int = 0, stop_reason: str = "end_turn") -> dict:
     return {"id": "msg_test", "type": "message", "role": "assistant", "model": "claude-sonnet-5",
             "content": [{"type": "text", "text": text}], "stop_reason": stop_reason, "stop_sequence": None,

@@ -29,7 +29,7 @@ def test_rate_limit_then_success_makes_a_child(llm_env):
     assert check_source(child.source) == []
     (row,) = calls(archive)
     assert row["outcome"] == "child" and row["kernel_id"] == child.id and row["cost_usd"] > 0
-    assert row["input_tokens"] == 1000 and row["output_tokens"] == 200 and row["latency_s"] > 0
+    assert row["input_tokens"] == 4000 and row["output_tokens"] == 200 and row["latency_s"] > 0
 
 
 def test_server_errors_are_a_failed_use_not_a_crash(llm_env):

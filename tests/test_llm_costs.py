@@ -80,7 +80,7 @@ def test_evo_archive_llm_lists_calls_and_totals(llm_env):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "child" in out.stdout and "truncated" in out.stdout and "max_tokens" in out.stdout
-    assert "cache reads 20.0% of prompt tokens" in out.stdout  # 500 of 1000 + 500 + 1000
+    assert "cache reads 5.9% of prompt tokens" in out.stdout  # 500 of 4000 + 500 + 4000
     data = json.loads(subprocess.run([sys.executable, "-m", "evo", "archive", "llm", "--json", str(archive.path)],
                                      capture_output=True, text=True, timeout=120).stdout)
     assert [c["outcome"] for c in data["calls"]] == ["child", "truncated"]

@@ -14,7 +14,7 @@ from tests.fake_anthropic import FakeAnthropic, Raw, error, message, prompt_of, 
 from tests.llm_helpers import PARENT, SHAPE, calls, deepen, operators
 
 START = sse("message_start", {"type": "message_start", "message": dict(
-    message(""), content=[], stop_reason=None, usage={"input_tokens": 1000, "output_tokens": 1})})
+    message(""), content=[], stop_reason=None, usage={"input_tokens": 4000, "output_tokens": 1})})
 PING = sse("ping", {"type": "ping"})
 
 
@@ -32,7 +32,7 @@ def test_a_server_that_pings_forever_is_cut_at_the_calls_limit_and_its_input_is_
             use(ops)
         assert time.monotonic() - t0 < 8  # the limit is 2 s; without the timer, 60 s
     (row,) = calls(archive)
-    assert row["outcome"] == "unavailable" and row["cost_usd"] > 0  # the 1000 input tokens of message_start
+    assert row["outcome"] == "unavailable" and row["cost_usd"] > 0  # the 4000 input tokens of message_start
     assert 1.5 < row["latency_s"] < 8  # a failed call's time is recorded too: the limit held (2 s)
 
 
@@ -50,9 +50,9 @@ def test_a_preflight_that_trickles_cannot_hold_the_start(llm_env):
     {"input_tokens": "lots", "output_tokens": 200},
     {"input_tokens": -30000, "output_tokens": 200},
     {"input_tokens": None, "output_tokens": None},
-    {"input_tokens": 1000, "output_tokens": 10 ** 12},
+    {"input_tokens": 4000, "output_tokens": 10 ** 12},
     {"input_tokens": 0, "output_tokens": 200},  # a prompt of thousands of characters for nothing
-    {"input_tokens": 1000, "output_tokens": 0},  # an answer of thousands of characters for nothing
+    {"input_tokens": 4000, "output_tokens": 0},  # an answer of thousands of characters for nothing
 ])
 def test_usage_figures_that_are_not_believable_cost_an_upper_estimate_and_keep_the_answer(llm_env, usage):
     """A string crashed the call after the answer was paid (lost); a negative count refunded the budget;
@@ -96,7 +96,7 @@ class _Msg:
 
     def __init__(self, text):
         self.content = [type("B", (), {"type": "text", "text": text})()]
-        self.usage = type("U", (), {"input_tokens": 1000, "output_tokens": 200, "cache_creation_input_tokens": 0,
+        self.usage = type("U", (), {"input_tokens": 4000, "output_tokens": 200, "cache_creation_input_tokens": 0,
                                     "cache_read_input_tokens": 0})()
         self.model, self.stop_reason = "claude-sonnet-5", "end_turn"
 
@@ -274,8 +274,8 @@ def test_a_retry_after_that_is_no_wait_falls_back_to_the_backoff(llm_env, wait_m
     assert waits == [0.5] and len(server.requests) == 2
 
 
-def test_input_tokens_that_shrink_after_message_start_are_not_believed(llm_env):
-    """message_start said 50,000 input tokens and message_delta 700 (the SDK keeps the last): billed 700."""
+def test_input_tokens_that_shrink_after_message_start_are_billed_at_the_larger_figure(llm_env):
+    """message_start said 50,000 input tokens and message_delta 700 (the SDK kept the last): billed 700."""
     archive, run = llm_env
 
     def behaviour(req, n):
@@ -296,7 +296,7 @@ def test_input_tokens_that_shrink_after_message_start_are_not_believed(llm_env):
         use(ops)
         price = ops["llm:deepen_pipeline"].client.price
     (row,) = calls(archive)
-    assert "at message_start" in row["error"] and row["cost_usd"] >= 50_000 * price.in_per_mtok / 1e6
+    assert row["input_tokens"] == 50_000 and row["cost_usd"] >= 50_000 * price.in_per_mtok / 1e6
 
 
 def test_an_answer_sent_whole_in_its_first_event_is_held_to_the_length_cap(llm_env):
@@ -341,7 +341,7 @@ def test_a_call_a_stopping_run_leaves_in_flight_is_billed_once_at_an_upper_estim
 
 
 @pytest.mark.parametrize("start_usage, delta_usage", [
-    ({"input_tokens": 1000, "output_tokens": 1}, None),  # message_delta without usage
+    ({"input_tokens": 4000, "output_tokens": 1}, None),  # message_delta without usage
     (None, None),  # no usage anywhere
 ], ids=["no usage at the end", "no usage at all"])
 def test_a_streamed_answer_without_usage_is_kept_and_billed_at_an_estimate(llm_env, start_usage, delta_usage):
@@ -401,8 +401,76 @@ def test_an_answer_from_another_model_is_billed_at_the_dearer_price(llm_env, ans
         use(ops)
         cfg = ops["llm:deepen_pipeline"].client.cfg
     (row,) = calls(archive)
-    tokens = dict(input_tokens=1000, output_tokens=200, cache_write_tokens=0, cache_read_tokens=0)
+    tokens = dict(input_tokens=4000, output_tokens=200, cache_write_tokens=0, cache_read_tokens=0)
     asked = cost_usd(cfg.prices[cfg.model], **tokens)
     expected = cost_usd(cfg.prices[answered], **tokens) if dearer else asked
     assert row["model"] == answered and row["cost_usd"] == pytest.approx(expected)
     assert bool(row["error"]) == noted and (not noted or answered in row["error"])
+
+
+
+@pytest.mark.parametrize("case", ["below the bound", "cache for the per-call text", "thinking not counted",
+                                  "cut with no input", "index a list", "stop taken back", "huge model name"])
+def test_a_server_cannot_make_an_answer_cheap_or_lose_it(llm_env, case):
+    """From a second hostile-server review: usage just at the old bound (a 37,000-character prompt as 1,200
+    tokens), the per-call text billed as cache reads, 150,000 characters of thinking billed as 9 tokens, a cut
+    answer with 0 input, a block index that is a list (the answer thrown away and asked again), a second
+    message_delta with no stop reason (the same), a 5 MB model name stored whole."""
+    archive, run = llm_env
+    prompt_chars = []
+
+    def behaviour(req, n):
+        text = deepen(prompt_of(req))
+        prompt_chars.append(sum(len(b["text"]) for b in req["system"]) + sum(
+            len(b["text"]) for b in req["messages"][0]["content"]))
+        usage = {"input_tokens": 4000, "output_tokens": 200}
+        index, extra, model, thinking = 0, [], "claude-sonnet-5", ""
+        if case == "below the bound":
+            usage = {"input_tokens": prompt_chars[-1] // 30, "output_tokens": 200}
+        elif case == "cache for the per-call text":
+            usage = {"input_tokens": 0, "output_tokens": 200, "cache_read_input_tokens": 4000}
+        elif case == "thinking not counted":
+            thinking = "t" * 150_000
+            usage = {"input_tokens": 4000, "output_tokens": 50}
+        elif case == "index a list":
+            index = [0]
+        elif case == "stop taken back":
+            extra = [sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": None}})]
+        elif case == "huge model name":
+            model = "m" * 5_000_000
+        start = dict(message(""), content=[], stop_reason=None, model=model,
+                     usage={"input_tokens": 0 if case == "cut with no input" else usage["input_tokens"],
+                            "output_tokens": 1})
+        events = [sse("message_start", {"type": "message_start", "message": start})]
+        if thinking:
+            events += [sse("content_block_start", {"type": "content_block_start", "index": 1,
+                                                   "content_block": {"type": "thinking", "thinking": ""}}),
+                       sse("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                                   "delta": {"type": "thinking_delta", "thinking": thinking}})]
+        events += [sse("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": {"type": "text", "text": ""}}),
+                   sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                               "delta": {"type": "text_delta", "text": text}})]
+        if case == "cut with no input":  # the connection closes here
+            return 200, Raw([(0, e) for e in events]), 0
+        events += [sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                   sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                         "usage": usage})] + extra + [sse("message_stop", {"type": "message_stop"})]
+        return 200, Raw([(0, e) for e in events]), 0
+
+    with FakeAnthropic(behaviour) as server:
+        ops, _ = operators(server, archive, run, max_retries=0)
+        price = ops["llm:deepen_pipeline"].client.price
+        try:
+            use(ops)
+        except OperatorFailure:
+            assert case in ("cut with no input", "index a list")  # no child: the edit's block was left out
+        assert len(server.requests) == 1  # never asked again
+    (row,) = calls(archive)
+    fair = prompt_chars[0] / 5 * price.in_per_mtok / 1e6  # the prompt at 5 characters a token, at least
+    if case == "thinking not counted":  # and thinking is output: 150,000 characters at 10 a token, at least
+        fair += 15_000 * price.out_per_mtok / 1e6
+    assert row["cost_usd"] >= fair, (row["cost_usd"], fair, row["error"])
+    if case == "index a list":  # answered and kept (its text block left out), not a broken stream asked again
+        assert row["outcome"] == "no_edit"
+    assert len(row["model"] or "") <= 200

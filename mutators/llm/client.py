@@ -22,10 +22,10 @@ from evo.mutators.llm.prices import cost_usd, listed_price, require_price, same_
 
 PREFLIGHT = "preflight"  # the prompt hash of the test call before a run (replay repeats its cost)
 CHARS_PER_TOKEN = 3.5  # rough size of source code in tokens, for the cacheable-prefix check
-# No tokenizer packs more text than this into a token: a usage figure below text length / this (an answer
-# of 286 characters reported as 0 output tokens, a 37,000-character prompt as 0 input) is not believed.
-# Generous on purpose: it catches a server that under-reports, never second-guesses a real tokenizer.
-MOST_CHARS_PER_TOKEN = 32
+# Text and code run at about 3-5 characters a token; a usage figure below text length / this (an answer of
+# 286 characters reported as 0 output tokens, a 37,000-character prompt as 0 input, or as 1,200) is not
+# believed. Twice the densest real text: a server can under-report by at most about 3x, never bill nothing.
+MOST_CHARS_PER_TOKEN = 10
 MOST_INPUT_TOKENS = 2_000_000  # more than any model's context: a usage figure above it is not believed
 _stopping = threading.Event()  # the run is stopping: calls not yet sent are not sent (stop_new_calls)
 
@@ -259,10 +259,13 @@ class AnthropicClient:
                              "event); check llm.base_url and any proxy between", None, spent())
             raise _Retry("the answer stream ended before the message was complete (no stop reason)", None, spent())
         return self.reply(answer.message(), time.monotonic() - start, req, max_tokens=params["max_tokens"],
-                          input_at_start=answer.input_at_start)  # complete: kept
+                          input_at_start=answer.input_at_start, answer_chars=answer.chars)  # complete: kept
 
     def reply(self, msg, latency_s: float, req: Request | None = None, *, max_tokens: int | None = None,
-              input_at_start=None) -> Reply:
+              input_at_start=None, answer_chars: int | None = None) -> Reply:
+        """The Reply for an answered message: its text, and its cost from the usage figures where they are
+        believable (see _tokens, _too_few; `answer_chars`: every character of answer streamed, thinking
+        included, default the text's), else an upper estimate, at the dearer price where another model answered."""
         content, u = getattr(msg, "content", None), getattr(msg, "usage", None)
         if not isinstance(content, list):  # e.g. a proxy's HTML page with status 200
             raise LLMCallError(f"the API answered with something that is not a message ({type(msg).__name__}: "
@@ -270,24 +273,33 @@ class AnthropicClient:
                                cost_usd=self._estimate(req))
         text = "".join(t for b in content if getattr(b, "type", "") == "text" and isinstance(t := getattr(b, "text", ""), str))
         tokens, bad = self._tokens(u)
-        bad = bad or self._too_few(tokens, req, text, input_at_start)
+        chars = len(text) if answer_chars is None else answer_chars
+        bad = bad or self._too_few(tokens, req, chars, input_at_start)
         model = _text_or(getattr(msg, "model", None), self.cfg.model)
         stop = _text_or(getattr(msg, "stop_reason", None), None)
         if bad:  # the answer is kept (it is paid for); its cost is an upper estimate, said so
             out = self.cfg.max_tokens if max_tokens is None else max_tokens
-            return Reply(text, model, stop, cost_usd=self._estimate(req, out),
-                         latency_s=latency_s, note=f"the API's usage figures were not believable ({bad}): the cost is "
-                                                   f"estimated from the prompt's length and llm.max_tokens")
-        cost, note = cost_usd(self.price, **tokens), ""
-        if not same_model(model, self.cfg.model):  # answered by another model: billed at the dearer of the two
-            other = listed_price(self.cfg, model)
-            said = f"answered by {model[:100]}, not {self.cfg.model}"
-            if other is None:
-                note = f"{said}, which has no listed price: priced as {self.cfg.model}"
-            elif cost_usd(other, **tokens) > cost:
-                cost, note = cost_usd(other, **tokens), f"{said}: priced as {model[:100]}"
+            cost, said = self._priced(self._estimated_tokens(req, out), model)
+            return Reply(text, model, stop, cost_usd=cost, latency_s=latency_s,
+                         note=f"the API's usage figures were not believable ({bad}): the cost is estimated from the "
+                              f"prompt's length and llm.max_tokens" + (f"; {said}" if said else ""))
+        cost, note = self._priced(tokens, model)
         return Reply(text, model, stop, tokens["input_tokens"], tokens["output_tokens"],
                      tokens["cache_write_tokens"], tokens["cache_read_tokens"], cost, latency_s, note=note)
+
+    def _priced(self, tokens: dict[str, int], model: str | None) -> tuple[float, str]:
+        """The cost of `tokens` answered by `model`: at the asked model's price, or at the answering
+        model's where that is dearer; and a note where another model answered ("" otherwise)."""
+        cost = cost_usd(self.price, **tokens)
+        if model is None or same_model(model, self.cfg.model):
+            return cost, ""
+        other = listed_price(self.cfg, model)
+        said = f"answered by {model[:100]}, not {self.cfg.model}"
+        if other is None:
+            return cost, f"{said}, which has no listed price: priced as {self.cfg.model}"
+        if cost_usd(other, **tokens) > cost:
+            return cost_usd(other, **tokens), f"{said}: priced as {model[:100]}"
+        return cost, ""
 
     def _tokens(self, u) -> tuple[dict[str, int], str]:
         """The usage's token counts, and what is wrong with them ("" when each is a whole number from 0
@@ -307,30 +319,40 @@ class AnthropicClient:
             tokens[ours] = v
         return tokens, ""
 
-    def _too_few(self, tokens: dict[str, int], req: Request | None, text: str, input_at_start) -> str:
-        """What is wrong with believable-looking figures that are too small for what was sent and received
-        (see MOST_CHARS_PER_TOKEN), or whose input shrank after message_start reported it; "" if nothing."""
+    def _too_few(self, tokens: dict[str, int], req: Request | None, chars: int = 0, input_at_start=None) -> str:
+        """What is wrong with believable-looking figures that are too small for what was sent and `chars`
+        characters received (see MOST_CHARS_PER_TOKEN), or whose input shrank after message_start reported
+        it; "" if nothing. The per-call text after the cached prefix cannot have been read from the cache:
+        it counts against the uncached input alone."""
         prompt = len(req.system) + len(req.text) if req else 0
+        fresh = len(req.variable) if req else 0
         sent = tokens["input_tokens"] + tokens["cache_write_tokens"] + tokens["cache_read_tokens"]
         if sent < prompt / MOST_CHARS_PER_TOKEN:
             return f"{sent} input tokens for a prompt of {prompt} characters"
+        if tokens["input_tokens"] + tokens["cache_write_tokens"] < fresh / MOST_CHARS_PER_TOKEN:
+            return (f"{tokens['input_tokens']} uncached input tokens for {fresh} characters after the cached "
+                    f"prefix")
         if isinstance(input_at_start, int) and not isinstance(input_at_start, bool) and tokens["input_tokens"] < input_at_start:
             return f"input_tokens={tokens['input_tokens']} at the end, {input_at_start} at message_start"
-        if tokens["output_tokens"] < len(text) / MOST_CHARS_PER_TOKEN:
-            return f"{tokens['output_tokens']} output tokens for an answer of {len(text)} characters"
+        if tokens["output_tokens"] < chars / MOST_CHARS_PER_TOKEN:
+            return f"{tokens['output_tokens']} output tokens for an answer of {chars} characters"
         return ""
 
     def upper_estimate(self, req: Request) -> float:
         """What a call can cost at most (billed for a call a stopping run leaves in flight)."""
         return self._estimate(req, self.cfg.max_tokens)
 
-    def _estimate(self, req: Request | None, output_tokens: int = 0) -> float:
+    def _estimate(self, req: Request | None, output_tokens: int = 0, model: str | None = None) -> float:
         """An upper estimate of a call's cost when the API's figures are missing or not believable: the
         prompt at two characters a token, uncached, and `output_tokens` out (a complete answer: the
-        request's max_tokens)."""
+        request's max_tokens), at the dearer price where `model` (another than asked) answered."""
+        return self._priced(self._estimated_tokens(req, output_tokens), model)[0]
+
+    @staticmethod
+    def _estimated_tokens(req: Request | None, output_tokens: int) -> dict[str, int]:
         chars = len(req.system) + len(req.text) if req else 0
-        return cost_usd(self.price, input_tokens=math.ceil(chars / 2), output_tokens=output_tokens,
-                        cache_write_tokens=0, cache_read_tokens=0)
+        return dict(input_tokens=math.ceil(chars / 2), output_tokens=output_tokens, cache_write_tokens=0,
+                    cache_read_tokens=0)
 
     def _partial_cost(self, answer: _Answer, req: Request) -> float:
         """What an attempt that ended without a complete answer cost. Nothing when no answer began (a
@@ -339,11 +361,12 @@ class AnthropicClient:
         a token), or the prompt's estimate when the figures are not believable."""
         if not answer.started:
             return 0.0
+        model = _text_or(answer.model, None)
         tokens, bad = self._tokens(answer.usage_so_far())
         out = min(math.ceil(answer.chars / CHARS_PER_TOKEN), self.cfg.max_tokens)  # never billed past max_tokens
-        if bad:
-            return self._estimate(req, out)
-        return cost_usd(self.price, **dict(tokens, output_tokens=max(tokens["output_tokens"], out)))
+        if bad or self._too_few(dict(tokens, output_tokens=out), req):  # the input checks of a complete answer
+            return self._estimate(req, out, model)
+        return self._priced(dict(tokens, output_tokens=max(tokens["output_tokens"], out)), model)[0]
 
     def preflight(self) -> Reply:
         """One tiny call (max_tokens=1) with the run's key and model, before any work. LLMCallError:
@@ -395,29 +418,39 @@ class _Answer:
             self._start_block(getattr(event, "index", None), getattr(event, "content_block", None))
         elif kind == "content_block_delta":
             delta = getattr(event, "delta", None)
-            part = getattr(delta, _DELTA_TEXT.get(getattr(delta, "type", ""), ""), None)
+            dtype = getattr(delta, "type", "")
+            part = getattr(delta, _DELTA_TEXT.get(dtype, ""), None) if isinstance(dtype, str) else None
             if isinstance(part, str):
                 self.chars += len(part)
-                index = getattr(event, "index", None)
-                if getattr(delta, "type", "") == "text_delta" and index in self.texts:
+                index = _index(getattr(event, "index", None))
+                if dtype == "text_delta" and index in self.texts:
                     self.texts[index] += part
         elif kind == "message_delta":
-            self.stop_reason = getattr(getattr(event, "delta", None), "stop_reason", None)
+            stop = getattr(getattr(event, "delta", None), "stop_reason", None)
+            if stop is not None:  # a later delta without one does not take back the end of the message
+                self.stop_reason = stop
             self._take_usage(getattr(event, "usage", None))
 
     def _start_block(self, index, block) -> None:
         for field in ("text", "thinking"):
             if isinstance(v := getattr(block, field, None), str):
                 self.chars += len(v)
-        if getattr(block, "type", "") == "text" and isinstance(index, int):
+        index = _index(index)
+        if getattr(block, "type", "") == "text" and index is not None:
             text = getattr(block, "text", "")
             self.texts[index] = text if isinstance(text, str) else ""
 
     def _take_usage(self, usage) -> None:
+        """Each figure given replaces the last, but a count never goes down (a later event that reports
+        less, or a second message_start, would make a call cheaper): the larger stays."""
         for name in self._USAGE:
             v = getattr(usage, name, None)
-            if v is not None:
-                self.usage[name] = v
+            if v is None:
+                continue
+            old = self.usage.get(name)
+            if _count(v) and _count(old) and old > v:
+                continue
+            self.usage[name] = v
 
     def usage_so_far(self):
         return SimpleNamespace(**{name: self.usage.get(name) for name in self._USAGE})
@@ -467,9 +500,18 @@ def _retry_after(response) -> float | None:
     return None
 
 
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _index(v) -> int | None:
+    """A content block's index, where it is a whole number (anything else: the block is left out)."""
+    return v if _count(v) else None
+
+
 def _text_or(value, default):
     """A server's text field (the model, the stop reason) as text: `default` where it is missing, its repr
     where it is something else (it is recorded with the paid answer, which must not fail for it)."""
     if value is None:
         return default
-    return value if isinstance(value, str) else repr(value)[:200]
+    return (value if isinstance(value, str) else repr(value))[:200]  # a 5 MB model name is not stored whole
