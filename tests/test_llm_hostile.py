@@ -474,3 +474,27 @@ def test_a_server_cannot_make_an_answer_cheap_or_lose_it(llm_env, case):
     if case == "index a list":  # answered and kept (its text block left out), not a broken stream asked again
         assert row["outcome"] == "no_edit"
     assert len(row["model"] or "") <= 200
+
+
+def test_a_call_waiting_for_its_slot_is_not_sent_once_the_budget_is_spent(llm_env):
+    """Calls of one generation all passed the budget check before any was answered; those waiting for a
+    concurrency slot then went out after the budget was spent ($2.20 against $0.02 in a review)."""
+    from evo.search.overlap import in_background
+
+    archive, run = llm_env
+    answer = lambda req, n: (200, message(deepen(prompt_of(req)), input_tokens=2_000_000), 0.3)  # noqa: E731
+    with FakeAnthropic(answer) as server:
+        ops, _ = operators(server, archive, run, budget_usd=5.0, concurrency=1)
+        recorder = ops["llm:deepen_pipeline"].recorder
+        calls_ = [in_background(lambda: use(ops)) for _ in range(2)]  # both pass apply()'s check: $0 spent
+        outcomes = []
+        for fut in calls_:
+            try:
+                fut.result(timeout=30)
+                outcomes.append("child")
+            except OperatorFailure as e:
+                outcomes.append(e.kind)
+        assert sorted(outcomes) == ["budget", "child"] and len(server.requests) == 1
+    rows = calls(archive)
+    assert sorted(r["outcome"] for r in rows) == ["budget", "child"]
+    assert recorder.spent_usd == pytest.approx(sum(r["cost_usd"] or 0 for r in rows)) and recorder.spent_usd > 5

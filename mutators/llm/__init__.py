@@ -43,6 +43,7 @@ def build_llm_operators(cfg: LLMConfig, *, archive=None, run_id: int | None = No
             raise ConfigError("llm=anthropic needs ANTHROPIC_API_KEY in the environment (or use llm=none)")
         from evo.mutators.llm.client import AnthropicClient
         client: Any = AnthropicClient(cfg)
+        client.budget_spent = recorder.exhausted  # a call waiting for a slot is not sent once the budget is spent
     else:
         from evo.mutators.llm.replay import ReplayClient
         client = ReplayClient(cfg)

@@ -12,6 +12,7 @@ import math
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
@@ -123,22 +124,32 @@ class AnthropicClient:
                                                                                    timeout=cfg.idle_timeout_s))
         self._slots = threading.BoundedSemaphore(cfg.concurrency)
         self.sleep = time.sleep  # tests watch the waits
+        self.budget_spent: Callable[[], bool] = lambda: False  # the run's recorder says (build_llm_operators)
         _stopping.clear()
 
-    def complete(self, req: Request) -> Reply:
+    def complete(self, req: Request, on_cost: Callable[[float], object] | None = None) -> Reply:
+        """The answer to `req`, within llm.timeout_s. `on_cost` hears what the call cost (answered or failed)
+        while it still holds its concurrency slot: a call waiting for the slot then sees the budget
+        (`budget_spent`) as that cost left it, and is not sent once it is spent."""
         with self._slots:  # the call's limit starts when it may go out, not while it waits its turn
             start = time.monotonic()
             deadline = start + self.cfg.timeout_s
             attempt, wasted = 0, 0.0  # wasted: the cost of attempts cut mid-answer
             while True:
                 if _stopping.is_set():
-                    raise LLMCallError("the run is stopping: not sent", cost_usd=wasted)
+                    raise self._counted(LLMCallError("the run is stopping: not sent", cost_usd=wasted), on_cost)
+                if self.budget_spent():  # by calls that ended while this one waited (or before a retry)
+                    raise self._counted(LLMCallError("the LLM budget is spent: not sent", "budget",
+                                                     cost_usd=wasted), on_cost)
                 try:
                     reply = self._once(req, self.params(req), start, deadline)
-                    return replace(reply, cost_usd=reply.cost_usd + wasted) if wasted else reply
+                    reply = replace(reply, cost_usd=reply.cost_usd + wasted) if wasted else reply
+                    if on_cost is not None:
+                        on_cost(reply.cost_usd)
+                    return reply
                 except LLMCallError as e:
                     e.cost_usd += wasted
-                    raise
+                    raise self._counted(e, on_cost) from None
                 except _Retry as r:
                     wasted += r.cost_usd
                     attempt += 1
@@ -146,9 +157,16 @@ class AnthropicClient:
                     if attempt > self.cfg.max_retries or left <= 0:
                         why = (f"{attempt - 1} retries" if attempt > self.cfg.max_retries
                                else f"the call's limit llm.timeout_s={self.cfg.timeout_s:g} s")
-                        raise LLMCallError(f"{r.reason} (gave up after {why})", cost_usd=wasted) from None
+                        raise self._counted(LLMCallError(f"{r.reason} (gave up after {why})", cost_usd=wasted),
+                                            on_cost) from None
                     wait = r.retry_after if r.retry_after is not None else min(8.0, 0.5 * 2 ** (attempt - 1))
                     self.sleep(max(0.0, min(wait, self.cfg.retry_after_cap_s, left)))
+
+    @staticmethod
+    def _counted(e: LLMCallError, on_cost: Callable[[float], object] | None) -> LLMCallError:
+        if on_cost is not None and e.cost_usd:
+            on_cost(e.cost_usd)
+        return e
 
     def params(self, req: Request) -> dict:
         """The Messages API request: system text, then the parent's source marked as the end of the

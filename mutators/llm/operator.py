@@ -97,17 +97,27 @@ class LLMOperator:
         estimate = getattr(self.client, "upper_estimate", None)
         token = self.recorder.call_started(row, estimate(req)) if kept is None and estimate else None
 
+        counted = [0.0]  # what the client's on_cost added to the spending already
+
         def record(**columns) -> None:
             if kept is not None:
                 return _recorded_already(**columns)
             if token is not None and not self.recorder.call_ended(token):  # the stop billed it already
                 columns = dict(columns, cost_usd=None,
                                error=f"billed at the stop as a call in flight; {columns.get('error') or ''}")
-            self.recorder.record(**columns)
+            self.recorder.record(**columns, counted=counted[0])
+
+        def on_cost(usd: float) -> None:
+            counted[0] += self.recorder.count(usd)
 
         sent = time.monotonic()
         try:
-            reply = self.client.complete(req) if kept is None else Reply.from_row(kept, req.model, replayed=False)
+            if kept is not None:
+                reply = Reply.from_row(kept, req.model, replayed=False)
+            elif getattr(self.client, "budget_spent", None) is not None:  # it counts costs as they come
+                reply = self.client.complete(req, on_cost=on_cost)
+            else:
+                reply = self.client.complete(req)
         except LLMCallError as e:  # its latency too: that the call's limit held can be read from the archive
             record(**row, outcome=e.kind, error=str(e), replayed=int(e.replayed), cost_usd=e.cost_usd or None,
                    latency_s=round(time.monotonic() - sent, 3))

@@ -80,23 +80,35 @@ class Recorder:
     def exhausted(self) -> bool:
         return self.spent_usd >= self.budget_usd
 
-    def record(self, **row) -> None:
+    def record(self, *, counted: float = 0.0, **row) -> None:
+        """Write a call's row and add its cost to the spending, less what `count` added for it already."""
         cost = row.get("cost_usd")
-        if cost is not None and not (isinstance(cost, (int, float)) and math.isfinite(cost) and cost >= 0):
+        if cost is not None and not _money(cost):
             # the client checks the API's figures; a cost that is still not a sum of money must not make
             # the budget NaN (never spent) or negative (more to spend): counted as the whole budget
             log.warning(f"an LLM call's cost came out as {cost!r}: counted as the whole budget")
             row["cost_usd"] = cost = self.budget_usd
         with self._lock:
-            was_exhausted = self.exhausted()
-            self.spent_usd += cost or 0.0
+            self._spend((cost or 0.0) - counted)
             self.pending.append({"run_id": self.run_id, "created_at": now(), **row})
-            if self.exhausted() and not was_exhausted:
-                log.warning(f"the LLM budget of ${self.budget_usd:g} is spent (${self.spent_usd:.2f}): LLM operators "
-                            f"are off for the rest of the run and the search goes on with the structural operators; raise "
-                            f"llm.budget_usd with `evo resume` to go on")
             self._note_failures(row)
             self.flush()
+
+    def count(self, cost: float) -> float:
+        """Add a call's cost to the spending the moment the client has it (before its row is written, while
+        the call still holds its concurrency slot); returns what was added, for `record(counted=...)`."""
+        amount = cost if _money(cost) else self.budget_usd
+        with self._lock:
+            self._spend(amount)
+        return amount
+
+    def _spend(self, usd: float) -> None:
+        was_exhausted = self.exhausted()
+        self.spent_usd += usd
+        if self.exhausted() and not was_exhausted:
+            log.warning(f"the LLM budget of ${self.budget_usd:g} is spent (${self.spent_usd:.2f}): LLM operators "
+                        f"are off for the rest of the run and the search goes on with the structural operators; raise "
+                        f"llm.budget_usd with `evo resume` to go on")
 
     def _note_failures(self, row: dict) -> None:
         """Say so when the API keeps failing (the search goes on with structural operators, quietly
@@ -122,6 +134,10 @@ class Recorder:
                 self._writer = Archive.open(self.archive.path)
             add_llm_calls(self._writer, self.pending)
             self.pending = []
+
+
+def _money(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
 
 def bill_calls_left_in_flight() -> int:
