@@ -41,17 +41,23 @@ def test_a_stopped_search_gives_one_resume_command_in_its_log_and_its_last_line(
     assert f"search run 1 stopped (Ctrl-C): continue it with {again}" in err
 
 
-def test_a_run_whose_reader_goes_away_is_stopped_and_resumes(tmp_path):
-    path = tmp_path / "p.sqlite"
+def _run_until_generation_1(path, max_evaluations: int) -> subprocess.Popen:
+    """A simulated `evo run ... 2>&1 | ...` as a process of its own, its output read up to generation 1."""
     proc = subprocess.Popen([sys.executable, "-m", "evo", "run", "evaluator=simulated", "llm=none", "shapes=inline",
                              "shapes.list=[64x64x64]", "islands.n=1", "islands.population=2",
-                             "search.children_per_island=2", "search.max_evaluations=40", f"archive.path={path}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             "search.children_per_island=2", f"search.max_evaluations={max_evaluations}",
+                             f"archive.path={path}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
-    for line in proc.stdout:  # `2>&1 | head`: read a little, then go away
+    for line in proc.stdout:
         if "gen   1 |" in line:
             break
-    proc.stdout.close()
+    return proc
+
+
+def test_a_run_whose_reader_goes_away_is_stopped_and_resumes(tmp_path):
+    path = tmp_path / "p.sqlite"
+    proc = _run_until_generation_1(path, 40)
+    proc.stdout.close()  # `2>&1 | head`: read a little, then go away
     assert proc.wait(timeout=120) == 130
     run = Archive.open(path, readonly=True).runs()[0]
     assert run["status"] == "stopped" and run["evaluations"] < 40
@@ -78,14 +84,7 @@ def test_a_run_ended_by_kill_is_stopped_resumable_and_exits_143(tmp_path):
     """`kill PID` (or `timeout`) stops a run as Ctrl-C does, and the exit status says which signal
     ended it, as a shell reports it: 128 + 15 (it said 130, Ctrl-C's)."""
     path = tmp_path / "k.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "evo", "run", "evaluator=simulated", "llm=none", "shapes=inline",
-                             "shapes.list=[64x64x64]", "islands.n=1", "islands.population=2",
-                             "search.children_per_island=2", "search.max_evaluations=100000", f"archive.path={path}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "gen   1 |" in line:
-            break
+    proc = _run_until_generation_1(path, 100000)
     proc.send_signal(signal.SIGTERM)
     rest = proc.stdout.read()
     assert proc.wait(timeout=120) == 143, rest

@@ -277,10 +277,10 @@ class AnthropicClient:
                              "event); check llm.base_url and any proxy between", None, spent())
             raise _Retry("the answer stream ended before the message was complete (no stop reason)", None, spent())
         return self.reply(answer.message(), time.monotonic() - start, req, max_tokens=params["max_tokens"],
-                          input_at_start=answer.input_at_start, answer_chars=answer.chars)  # complete: kept
+                          answer_chars=answer.chars)  # complete: kept
 
     def reply(self, msg, latency_s: float, req: Request | None = None, *, max_tokens: int | None = None,
-              input_at_start=None, answer_chars: int | None = None) -> Reply:
+              answer_chars: int | None = None) -> Reply:
         """The Reply for an answered message: its text, and its cost from the usage figures where they are
         believable (see _tokens, _too_few; `answer_chars`: every character of answer streamed, thinking
         included, default the text's), else an upper estimate, at the dearer price where another model answered."""
@@ -292,7 +292,7 @@ class AnthropicClient:
         text = "".join(t for b in content if getattr(b, "type", "") == "text" and isinstance(t := getattr(b, "text", ""), str))
         tokens, bad = self._tokens(u)
         chars = len(text) if answer_chars is None else answer_chars
-        bad = bad or self._too_few(tokens, req, chars, input_at_start)
+        bad = bad or self._too_few(tokens, req, chars)
         model = _text_or(getattr(msg, "model", None), self.cfg.model)
         stop = _text_or(getattr(msg, "stop_reason", None), None)
         if bad:  # the answer is kept (it is paid for); its cost is an upper estimate, said so
@@ -315,9 +315,8 @@ class AnthropicClient:
         said = f"answered by {model[:100]}, not {self.cfg.model}"
         if other is None:
             return cost, f"{said}, which has no listed price: priced as {self.cfg.model}"
-        if cost_usd(other, **tokens) > cost:
-            return cost_usd(other, **tokens), f"{said}: priced as {model[:100]}"
-        return cost, ""
+        dearer = cost_usd(other, **tokens)
+        return (dearer, f"{said}: priced as {model[:100]}") if dearer > cost else (cost, "")
 
     def _tokens(self, u) -> tuple[dict[str, int], str]:
         """The usage's token counts, and what is wrong with them ("" when each is a whole number from 0
@@ -332,16 +331,16 @@ class AnthropicClient:
             if v is None and ours.startswith("cache"):
                 v = 0
             most = self.cfg.max_tokens if ours == "output_tokens" else MOST_INPUT_TOKENS
-            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= most:
+            if not _count(v) or not 0 <= v <= most:
                 return {}, f"{theirs}={v!r}"
             tokens[ours] = v
         return tokens, ""
 
-    def _too_few(self, tokens: dict[str, int], req: Request | None, chars: int = 0, input_at_start=None) -> str:
+    def _too_few(self, tokens: dict[str, int], req: Request | None, chars: int = 0) -> str:
         """What is wrong with believable-looking figures that are too small for what was sent and `chars`
-        characters received (see MOST_CHARS_PER_TOKEN), or whose input shrank after message_start reported
-        it; "" if nothing. The per-call text after the cached prefix cannot have been read from the cache:
-        it counts against the uncached input alone."""
+        characters received (see MOST_CHARS_PER_TOKEN); "" if nothing. The per-call text after the cached
+        prefix cannot have been read from the cache: it counts against the uncached input alone. (Figures
+        that shrink between events are taken care of where they are added up: _Answer keeps the larger.)"""
         prompt = len(req.system) + len(req.text) if req else 0
         fresh = len(req.variable) if req else 0
         sent = tokens["input_tokens"] + tokens["cache_write_tokens"] + tokens["cache_read_tokens"]
@@ -350,8 +349,6 @@ class AnthropicClient:
         if tokens["input_tokens"] + tokens["cache_write_tokens"] < fresh / MOST_CHARS_PER_TOKEN:
             return (f"{tokens['input_tokens']} uncached input tokens for {fresh} characters after the cached "
                     f"prefix")
-        if isinstance(input_at_start, int) and not isinstance(input_at_start, bool) and tokens["input_tokens"] < input_at_start:
-            return f"input_tokens={tokens['input_tokens']} at the end, {input_at_start} at message_start"
         if tokens["output_tokens"] < chars / MOST_CHARS_PER_TOKEN:
             return f"{tokens['output_tokens']} output tokens for an answer of {chars} characters"
         return ""
@@ -421,7 +418,6 @@ class _Answer:
         self.usage: dict = {}
         self.texts: dict = {}  # block index -> text so far (text blocks only)
         self.chars = 0
-        self.input_at_start = None  # input tokens as message_start reported them: a later figure may not shrink
 
     def add(self, event) -> None:
         kind = getattr(event, "type", "")
@@ -429,7 +425,6 @@ class _Answer:
             msg = getattr(event, "message", None)
             self.started, self.model = True, getattr(msg, "model", None)
             self._take_usage(getattr(msg, "usage", None))
-            self.input_at_start = self.usage.get("input_tokens")
             for i, block in enumerate(getattr(msg, "content", None) or []):
                 self._start_block(i, block)
         elif kind == "content_block_start":

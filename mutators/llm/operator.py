@@ -112,12 +112,8 @@ class LLMOperator:
 
         sent = time.monotonic()
         try:
-            if kept is not None:
-                reply = Reply.from_row(kept, req.model, replayed=False)
-            elif getattr(self.client, "budget_spent", None) is not None:  # it counts costs as they come
-                reply = self.client.complete(req, on_cost=on_cost)
-            else:
-                reply = self.client.complete(req)
+            reply = (self.client.complete(req, on_cost=on_cost) if kept is None
+                     else Reply.from_row(kept, req.model, replayed=False))
         except LLMCallError as e:  # its latency too: that the call's limit held can be read from the archive
             record(**row, outcome=e.kind, error=str(e), replayed=int(e.replayed), cost_usd=e.cost_usd or None,
                    latency_s=round(time.monotonic() - sent, 3))

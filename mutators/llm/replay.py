@@ -35,7 +35,9 @@ class ReplayClient:
         row = self.calls.get((PREFLIGHT, 0))
         return Reply.from_row(row, self.cfg.model, replayed=True) if row else None
 
-    def complete(self, req: Request) -> Reply:
+    def complete(self, req: Request, on_cost=None) -> Reply:
+        """The recorded answer (or failure) to `req`. `on_cost` is not called: a replayed call's recorded
+        cost is counted when its row is written, and no call waits for a slot here."""
         with self._lock:
             row = self.calls.get((req.hash, req.occurrence))
         if row is None:
