@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
+from typing import TypeGuard
 
 from evo.config import LLMConfig
 from evo.core.errors import EvoError
@@ -513,7 +514,8 @@ def _retry_after(response) -> float | None:
     return None
 
 
-def _count(v) -> bool:
+def _count(v) -> TypeGuard[int]:
+    """A whole number (not a bool, which Python counts as one)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
