@@ -19,6 +19,10 @@ FILES=(  # scripts of earlier sessions read some of these; none of the next sess
   benchmarks/session8/run_c/llm_layers.sqlite.gz
   benchmarks/session12/run_b/compare24_archives.tgz
   benchmarks/session16/llm_layers/llm_layers.sqlite.gz
+  benchmarks/session19/llm_layers/llm_layers.sqlite.gz
+  benchmarks/session8/run_a/llm_layers.sqlite.gz
+  benchmarks/session18/pdl16.sqlite.gz
+  benchmarks/session23/user_view_grid125/user_view.tgz
 )
 case "${1:-}" in
   park)
