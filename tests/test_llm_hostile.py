@@ -340,6 +340,40 @@ def test_a_call_a_stopping_run_leaves_in_flight_is_billed_once_at_an_upper_estim
     assert op.recorder.spent_usd == pytest.approx(billed["cost_usd"])
 
 
+def test_a_call_still_waiting_for_its_slot_when_the_stop_gives_up_is_not_billed(llm_env):
+    """A call counted itself in flight before it had a concurrency slot: a stop that gave up waiting billed
+    it at its upper estimate though it was never sent."""
+    from evo.mutators.llm import client as client_module
+    from evo.mutators.llm.recorder import bill_calls_left_in_flight
+    from evo.search.overlap import in_background
+
+    archive, run = llm_env
+    with FakeAnthropic(lambda req, n: (200, Raw([(0, START)] + [(0.1, PING)] * 40), 0)) as server:
+        ops, _ = operators(server, archive, run, concurrency=1, timeout_s=3, idle_timeout_s=2, max_retries=0)
+        op = ops["llm:deepen_pipeline"]
+        try:
+            futures = [in_background(lambda: use(ops)) for _ in range(2)]
+            deadline = time.monotonic() + 5
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.3)  # the second call is waiting for the slot the first holds
+            client_module.stop_new_calls()
+            assert bill_calls_left_in_flight() == 1  # the one sent; not the one waiting (2 before)
+            kinds = []
+            for fut in futures:
+                with pytest.raises(OperatorFailure) as info:
+                    fut.result(timeout=10)
+                kinds.append(str(info.value))
+        finally:
+            client_module._stopping.clear()
+        assert len(server.requests) == 1
+    assert any("not sent" in k for k in kinds)
+    rows = calls(archive)
+    billed = [r for r in rows if r["cost_usd"]]
+    assert len(billed) == 1 and "in flight" in billed[0]["error"]
+    assert op.recorder.spent_usd == pytest.approx(billed[0]["cost_usd"])
+
+
 @pytest.mark.parametrize("start_usage, delta_usage", [
     ({"input_tokens": 4000, "output_tokens": 1}, None),  # message_delta without usage
     (None, None),  # no usage anywhere

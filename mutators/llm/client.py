@@ -128,10 +128,12 @@ class AnthropicClient:
         self.budget_spent: Callable[[], bool] = lambda: False  # the run's recorder says (build_llm_operators)
         _stopping.clear()
 
-    def complete(self, req: Request, on_cost: Callable[[float], object] | None = None) -> Reply:
+    def complete(self, req: Request, on_cost: Callable[[float], object] | None = None,
+                 on_send: Callable[[], object] | None = None) -> Reply:
         """The answer to `req`, within llm.timeout_s. `on_cost` hears what the call cost (answered or failed)
         while it still holds its concurrency slot: a call waiting for the slot then sees the budget
-        (`budget_spent`) as that cost left it, and is not sent once it is spent."""
+        (`budget_spent`) as that cost left it, and is not sent once it is spent. `on_send` is called once,
+        when the call holds its slot and is about to go out (a call still waiting for a slot costs nothing)."""
         with self._slots:  # the call's limit starts when it may go out, not while it waits its turn
             start = time.monotonic()
             deadline = start + self.cfg.timeout_s
@@ -142,6 +144,8 @@ class AnthropicClient:
                 if self.budget_spent():  # by calls that ended while this one waited (or before a retry)
                     raise self._counted(LLMCallError("the LLM budget is spent: not sent", "budget",
                                                      cost_usd=wasted), on_cost)
+                if on_send is not None and attempt == 0:
+                    on_send()
                 try:
                     reply = self._once(req, self.params(req), start, deadline)
                     reply = replace(reply, cost_usd=reply.cost_usd + wasted) if wasted else reply

@@ -95,14 +95,17 @@ class LLMOperator:
                "parent_id": req.parent_id, "generation": req.generation, "system": req.system, "prompt": req.text}
         kept = self.recorder.kept_answer(req.hash, req.occurrence)
         estimate = getattr(self.client, "upper_estimate", None)
-        token = self.recorder.call_started(row, estimate(req)) if kept is None and estimate else None
-
+        token: list[int] = []  # the recorder's, once the call goes out (billed if a stop leaves it in flight)
         counted = [0.0]  # what the client's on_cost added to the spending already
+
+        def on_send() -> None:  # a call still waiting for its slot when a stop gives up on it was never sent
+            if estimate is not None:
+                token.append(self.recorder.call_started(row, estimate(req)))
 
         def record(**columns) -> None:
             if kept is not None:
                 return _recorded_already(**columns)
-            if token is not None and not self.recorder.call_ended(token):  # the stop billed it already
+            if token and not self.recorder.call_ended(token[0]):  # the stop billed it already
                 columns = dict(columns, cost_usd=None,
                                error=f"billed at the stop as a call in flight; {columns.get('error') or ''}")
             self.recorder.record(**columns, counted=counted[0])
@@ -112,7 +115,7 @@ class LLMOperator:
 
         sent = time.monotonic()
         try:
-            reply = (self.client.complete(req, on_cost=on_cost) if kept is None
+            reply = (self.client.complete(req, on_cost=on_cost, on_send=on_send) if kept is None
                      else Reply.from_row(kept, req.model, replayed=False))
         except LLMCallError as e:  # its latency too: that the call's limit held can be read from the archive
             record(**row, outcome=e.kind, error=str(e), replayed=int(e.replayed), cost_usd=e.cost_usd or None,

@@ -35,9 +35,9 @@ class ReplayClient:
         row = self.calls.get((PREFLIGHT, 0))
         return Reply.from_row(row, self.cfg.model, replayed=True) if row else None
 
-    def complete(self, req: Request, on_cost=None) -> Reply:
-        """The recorded answer (or failure) to `req`. `on_cost` is not called: a replayed call's recorded
-        cost is counted when its row is written, and no call waits for a slot here."""
+    def complete(self, req: Request, on_cost=None, on_send=None) -> Reply:
+        """The recorded answer (or failure) to `req`. Neither `on_cost` nor `on_send` is called: nothing is
+        sent, a replayed call's recorded cost is counted when its row is written, and no call waits for a slot."""
         with self._lock:
             row = self.calls.get((req.hash, req.occurrence))
         if row is None:
