@@ -475,12 +475,13 @@ def test_transposed_products_take_tiles_of_any_multiple_of_8_rows_where_they_pad
 
 @pytest.mark.parametrize("change", [
     dict(BM=136, BN=128), dict(BM=8, BN=128, SPLIT_K=4), dict(BM=88, BN=256, TAIL_SPLIT=4),
-    dict(BM=200, BN=64, CONSUMERS=1), dict(BM=24, BN=64, CONSUMERS=1, CTAS_PER_SM=2), dict(BM=40, BN=128)])
+    dict(BM=200, BN=64, CONSUMERS=1), dict(BM=24, BN=64, CONSUMERS=1, CTAS_PER_SM=2), dict(BM=40, BN=128),
+    dict(BM=32, BN=64, CONSUMERS=1, STAGES=13)])  # the shortlist's narrow tile (_narrow_beside)
 def test_transposed_products_compile_without_spills(change, compiler):
     """Every kind of transposed tile compiles for sm_90a with no local-memory spills and no serialized
     wgmma (ptxas's report; 40-row tiles were serialized while the epilogue converted single values)."""
     fam = FAMILIES["hopper"]
-    params = fam.complete(dict(fam.default, SWAP_AB=1, STAGES=4, **change))
+    params = fam.complete(dict(fam.default, **dict(dict(SWAP_AB=1, STAGES=4), **change)))
     result = compiler.compile(fam.render(params))
     assert result.ok, result.log
     assert result.resources is not None and result.resources.spill_stores == 0 and result.resources.spill_loads == 0
@@ -816,6 +817,31 @@ def test_the_shortlist_offers_ping_pong_right_after_128x128_picks_of_short_loops
     assert _pingpong_beside(dict(base, SPLIT_K=2), 4096, 1024, 4, 132) is None
     assert _pingpong_beside(dict(base, BN=256), 4096, 1024, 4, 132) is None
     assert _pingpong_beside(base, 4096, 1024, 17, 132) is None
+
+
+def test_the_shortlist_offers_narrow_transposed_tiles_where_they_make_one_wave_of_k_1024_to_4096():
+    """Above M = 64, a plain 64x64 pick is followed by a transposed 32x64 tile with K unsplit and the
+    deepest pipeline up to 13 stages where those tiles make 90-100% of a wave and a tile runs 16-64
+    k-steps (the four shapes session 29 measured it winning on an H100); not at K = 16384, M <= 64, or
+    where the narrow tiles make far more or far fewer than one wave (measured losing there)."""
+    from evo.families.hopper import _narrow_beside
+    fam = FAMILIES["hopper"]
+    for shape, offered in (((1024, 256, 4096), True), ((1024, 256, 1024), True), ((256, 1024, 1024), True),
+                           ((4096, 64, 1024), True), ((1024, 256, 16384), False), ((64, 4096, 4096), False),
+                           ((1024, 1024, 1024), False), ((256, 256, 1024), False), ((4096, 256, 1024), False)):
+        picks = fam.suggest(*shape, limit=24)
+        found = [i for i, p in enumerate(picks) if p["SWAP_AB"] and p["BM"] == 32 and p["SPLIT_K"] == 1
+                 and p["STAGES"] == 13 and shape[0] > 64]
+        assert bool(found) == offered, shape
+        for i in found:
+            base = picks[i - 1]
+            assert (base["BM"], base["BN"], base["SWAP_AB"]) == (64, 64, 0), shape
+            assert picks[i] == _narrow_beside(base, shape[0], shape[1], -(-shape[2] // 64), 132)
+            assert picks[i]["BN"] == 64 and picks[i]["CTAS_PER_SM"] == 1 and fam.problem(picks[i]) is None
+    base = fam.complete(dict(fam.default, BM=64, BN=64, CONSUMERS=1, SPLIT_K=2, FIXUP=1, GROUP_M=4))
+    assert _narrow_beside(base, 1024, 256, 64, 132)["GROUP_M"] == 8  # a transposed product takes 1 or 8
+    assert _narrow_beside(dict(base, BN=128), 1024, 256, 64, 132) is None
+    assert _narrow_beside(base, 1024, 256, 65, 132) is None and _narrow_beside(base, 1024, 256, 15, 132) is None
 
 
 def test_the_shortlist_offers_transposed_tiles_where_none_are():

@@ -433,7 +433,29 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
         take_swap = swapped and (len(merged) % 4 == 1 or not plain)
         merged.append((swapped if take_swap else plain).pop(0))
     return [q for p in merged for q in (p, _deep_beside(p, k_tiles), _pingpong_beside(p, M, N, k_tiles, num_sms),
-                                        *_transposed_beside(p, M)) if q is not None]
+                                        *_transposed_beside(p, M), _narrow_beside(p, M, N, k_tiles, num_sms))
+            if q is not None]
+
+
+def _narrow_beside(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> Params | None:
+    """A transposed product of 32-row by 64-column tiles with K unsplit and the deepest pipeline (up to 13
+    stages), offered right after p, where p is a plain 64x64 pick, M > 64, a tile runs 16 to 64 k-steps
+    (K = 1024-4096) and those narrow tiles make one nearly full wave (90-100% of the SMs); else None.
+    That is cuBLASLt's choice on such shapes (session 28's H100 sweep recorded 32x64 tiles, K unsplit, on
+    1024x256x4096 and 4096x64x4096), where the shortlist had 64x64 tiles split over K or half a wave of them.
+
+    Measured on an H100 (benchmarks/session29, narrow_ab.py: 20 shapes below the best library, 32/48-row
+    transposed tiles against the sweep's winner in one run): 1.034-1.088x on the four shapes this rule
+    takes (1024x256x4096, 1024x256x1024, 256x1024x1024, 4096x64x1024; 128 tiles each); at K = 16384 the
+    same tiles ran 0.69-0.79x, with a split over K or more than one wave 0.55-0.97x. The rule is fitted
+    to those four; no other shape was measured with it."""
+    if (M <= 64 or p["SWAP_AB"] or (p["BM"], p["BN"]) != (64, 64) or not 16 <= k_tiles <= 64
+            or not 0.9 * num_sms <= -(-M // 32) * -(-N // 64) <= num_sms):
+        return None
+    narrow = dict(p, BM=32, SWAP_AB=1, CONSUMERS=1, SPLIT_K=1, SPLIT_CLUSTER=0, FIXUP=0, TAIL_SPLIT=1, STREAM_K=0,
+                  PERSISTENT=1, CTAS_PER_SM=1, CLUSTER_M=1, TMA_STORE=0, PINGPONG=0,
+                  GROUP_M=p["GROUP_M"] if p["GROUP_M"] in (1, 8) else 8)
+    return deepest_fitting(narrow, 13)
 
 
 def _pingpong_beside(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> Params | None:
