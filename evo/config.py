@@ -56,6 +56,11 @@ class SearchConfig:
     # (geomean 0.960 against 0.984 of the libraries) and the 68 had found a 64^3 kernel at 2.09 us, 10%
     # under the libraries (benchmarks/session13/README.md). Off until a seeded A/B says otherwise.
     latency_floor_us: float = 0.0
+    # every shape gets at least this many evaluations before the bandit may pass it over (0: off). In an
+    # H100 compare at 24 a shape the bandit gave shapes 4 to 79 evaluations, and the search lost most
+    # where it starved one (1x6144x4096: 15, 7.8% behind the shortlist; benchmarks/session29). Off until
+    # the compare's `floor` arm says otherwise.
+    min_evaluations_per_shape: int = 0
     progress: bool = True
 
 
@@ -184,7 +189,8 @@ class CompareConfig:
 
 
 #: the arms `evo compare` knows (evo.search.compare implements exactly these)
-COMPARE_ARMS = ("search", "shortlist", "random_tc", "uniform", "screened", "unscreened", "no_prior", "replay")
+COMPARE_ARMS = ("search", "shortlist", "random_tc", "uniform", "screened", "unscreened", "no_prior", "replay",
+                "floor")
 
 
 @dataclass
@@ -260,6 +266,7 @@ def validate(cfg: DictConfig | EvoConfig) -> EvoConfig:
         raise ConfigError(f"search.cost_prior={c.search.cost_prior!r}: must be auto, on or off")
     _at_least("search.screen_factor", c.search.screen_factor, 1)
     _at_least("search.latency_floor_us", c.search.latency_floor_us, 0)
+    _at_least("search.min_evaluations_per_shape", c.search.min_evaluations_per_shape, 0)
     if not 0 <= c.search.screen_explore <= 1:
         raise ConfigError(f"search.screen_explore={c.search.screen_explore}: must be in [0, 1]")
     if not 0 <= c.search.repair_share <= 1:

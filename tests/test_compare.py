@@ -91,7 +91,8 @@ def test_each_arm_gets_the_same_budget_and_its_own_archive(tmp_path):
     from evo.search.compare import arm_config
     c, _ = compose(["evaluator=simulated", "shapes=inline", SHAPES, "compare.budget=5", f"compare.out={tmp_path}"])
     arms = {arm: arm_config(c, arm, 1)
-            for arm in ("search", "uniform", "screened", "unscreened", "shortlist", "random_tc", "no_prior", "replay")}
+            for arm in ("search", "uniform", "screened", "unscreened", "shortlist", "random_tc", "no_prior", "replay",
+                        "floor")}
     assert {a.search.max_evaluations for a in arms.values()} == {10} and {a.sweep.budget for a in arms.values()} == {5}
     assert arms["uniform"].mutator.policy == "uniform" and arms["search"].mutator.policy == "reinforce"
     assert arms["screened"].search.screen_factor == 3 == arms["search"].search.screen_factor
@@ -102,7 +103,8 @@ def test_each_arm_gets_the_same_budget_and_its_own_archive(tmp_path):
     assert arm_config(c, "shortlist", 0).sweep.order == "heuristic"  # the baseline is the families' own ranking
     assert arms["replay"].mutator.structural == [*arms["search"].mutator.structural, "replay_change"]
     assert "replay_change" not in arms["search"].mutator.structural
-    assert len({a.archive.path for a in arms.values()}) == 8
+    assert arms["floor"].search.min_evaluations_per_shape == 1 and arms["search"].search.min_evaluations_per_shape == 0
+    assert len({a.archive.path for a in arms.values()}) == 9
 
 
 def test_a_find_says_how_it_differs_from_the_shortlists_kernel():

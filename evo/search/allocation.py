@@ -14,7 +14,9 @@ Every shape is an arm. Its expected gain per evaluation is
 - `exploration`: a UCB term, so no shape is starved.
 
 A shape without any correct kernel yet comes first (for its first `UNKNOWN_FIRST` evaluations; a
-shape where nothing works must not swallow the budget either). Within one generation each pick counts as a
+shape where nothing works must not swallow the budget either). Then, with `min_evaluations`
+(`search.min_evaluations_per_shape`, off by default), a shape with fewer evaluations than that comes
+before any shape by expected gain, the one with the fewest first. Within one generation each pick counts as a
 try (without a win) at once, so the children of one generation spread over the shapes that pay.
 The geomean over shapes weighs every shape's log gain equally, hence a plain sum of log gains.
 The state is plain JSON, saved with the search and restored on resume.
@@ -53,6 +55,7 @@ class ShapeArm:
 class ShapeAllocator:
     floor_ms: dict[Shape, float]  # roofline floor of each shape
     latency_floor_ms: float = 0.0  # no shape's headroom is counted below this (search.latency_floor_us)
+    min_evaluations: int = 0  # a shape with fewer comes before any by gain (search.min_evaluations_per_shape)
     arms: dict[Shape, ShapeArm] = field(default_factory=dict)
     pending: dict[Shape, int] = field(default_factory=dict)  # picks of this generation not observed yet
 
@@ -74,6 +77,8 @@ class ShapeAllocator:
         waiting = self.pending.get(shape, 0)
         if a.best_ms is None and a.evaluations < UNKNOWN_FIRST:  # nothing known yet: first, one pick at a time
             return 1e6 / (1 + a.tries + waiting)
+        if a.evaluations + waiting < self.min_evaluations:  # below the floor: before any shape by gain
+            return 1e3 / (1 + a.evaluations + waiting)
         total = sum(x.evaluations for x in self.arms.values()) + sum(self.pending.values())
         p = (a.wins + 1) / (a.tries + waiting + 2)
         return p * self.headroom(shape) + EXPLORATION * math.sqrt(math.log(total + 1) / (a.evaluations + waiting + 1))

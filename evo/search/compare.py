@@ -19,6 +19,9 @@ own archive under `compare.out` (so GPU outputs can be kept, and a stopped compa
     replay     the search with the replay_change operator added           replay.seed{n}.sqlite
                (finds on one shape tried on the others; not in the
                default arms)
+    floor      the search with every shape getting at least a third of   floor.seed{n}.sqlite
+               the budget per shape before the bandit may pass it over
+               (search.min_evaluations_per_shape; not in the default arms)
 
 The table gives, per shape and arm, the per-shape best time's ratio to the shortlist sweep's
 (shortlist time / arm time: > 1 is faster than the shortlist) and the speedup over the best library,
@@ -56,9 +59,9 @@ from evo.search.retime import bests, retime, stored
 
 log = logging.getLogger(__name__)
 
-SEEDED = ("search", "uniform", "random_tc", "screened", "unscreened", "no_prior", "replay")
-SEARCHES = ("search", "uniform", "screened", "unscreened", "no_prior", "replay")
-ORDER = ("search", "screened", "unscreened", "no_prior", "replay", "uniform", "random_tc", "shortlist")
+SEEDED = ("search", "uniform", "random_tc", "screened", "unscreened", "no_prior", "replay", "floor")
+SEARCHES = ("search", "uniform", "screened", "unscreened", "no_prior", "replay", "floor")
+ORDER = ("search", "screened", "unscreened", "no_prior", "replay", "floor", "uniform", "random_tc", "shortlist")
 REFERENCE = "shortlist"
 TENSOR_CORE = ["ampere", "hopper"]
 
@@ -102,6 +105,8 @@ def arm_config(c: EvoConfig, arm: str, seed: int) -> EvoConfig:
         a.search.cost_prior = "off"
     if arm == "replay" and "replay_change" not in a.mutator.structural:
         a.mutator.structural = [*a.mutator.structural, "replay_change"]
+    if arm == "floor":
+        a.search.min_evaluations_per_shape = max(c.search.min_evaluations_per_shape, c.compare.budget // 3)
     a.sweep.budget = c.compare.budget
     a.sweep.sample = "shortlist" if arm == "shortlist" else "random"
     a.sweep.order = "heuristic"  # the shortlist arm is the families' own ranking, whatever sweep.order says

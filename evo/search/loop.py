@@ -87,7 +87,8 @@ class Search:
         self.rng = random.Random(c.search.seed)
         peaks = evaluator.peaks(evaluator.devices[0].key)
         self.allocator = ShapeAllocator({s: peaks.floor_ms(s.flops, s.min_bytes) for s in self.shapes},
-                                        latency_floor_ms=c.search.latency_floor_us / 1e3)
+                                        latency_floor_ms=c.search.latency_floor_us / 1e3,
+                                        min_evaluations=c.search.min_evaluations_per_shape)
         # refit from every correct measurement; with its prior it ranks from the start (seeds, next_pick,
         # change_family, and screening when search.screen_factor > 1)
         self.cost = CostModel(prior=self._prior(evaluator))
