@@ -440,7 +440,7 @@ def _suggest(M: int, N: int, K: int, num_sms: int) -> list[Params]:
 def _narrow_beside(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> Params | None:
     """A transposed product of 32-row by 64-column tiles with K unsplit and the deepest pipeline (up to 13
     stages), offered right after p, where p is a plain 64x64 pick, M > 64, a tile runs 16 to 64 k-steps
-    (K = 1024-4096) and those narrow tiles make one nearly full wave (90-100% of the SMs); else None.
+    (K = 961-4096; measured at 1024 and 4096) and those narrow tiles make one nearly full wave (90-100% of the SMs); else None.
     That is cuBLASLt's choice on such shapes (session 28's H100 sweep recorded 32x64 tiles, K unsplit, on
     1024x256x4096 and 4096x64x4096), where the shortlist had 64x64 tiles split over K or half a wave of them.
 
