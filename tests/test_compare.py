@@ -29,6 +29,9 @@ def test_compare_runs_every_arm_at_the_same_budget_and_keeps_finished_arms(tmp_p
     for arm, r in result["arms"].items():
         assert r["seeds"] == ([0] if arm == "shortlist" else [0, 1])
         assert all(12 <= n <= 12 + 4 for n in r["evaluations"]), (arm, r["evaluations"])  # 6 per shape x 2
+        # where the budget went: per seed, every shape's count, adding up to the seed's evaluations
+        assert [sum(counts) for counts in r["evaluations_on_a_shape"]] == r["evaluations"]
+        assert all(len(counts) == 2 and min(counts) >= 1 for counts in r["evaluations_on_a_shape"])
         assert all(len(v["vs_library"]) == len(r["seeds"]) for v in r["per_shape"].values())
     assert result["arms"]["shortlist"]["geomean_vs_shortlist"] == [1.0]
     assert (out / "compare.json").is_file()
@@ -58,6 +61,9 @@ def test_compare_runs_every_arm_at_the_same_budget_and_keeps_finished_arms(tmp_p
     assert report["budget_per_shape"] == 6 and set(report["arms"]) == set(result["arms"])
     assert {str(s) for s in report["arms"]["search"]["per_shape"]} == {"77x4096x4096", "1024x1024x1024"}
     assert report["arms"]["search"]["geomean_vs_shortlist"] == result["arms"]["search"]["geomean_vs_shortlist"]
+    shares = result["arms"]["search"]["evaluations_on_a_shape"]
+    assert ", ".join(f"{min(c)}-{max(c)}" for c in shares) in format_comparison(result)
+    assert "fewest-most" in format_comparison(result)
     assert report["config"]["compare"]["budget"] == 6  # compare.json keeps the configuration the arms ran with
     # a compare at another budget over those arms is refused, not tabulated under its own budget
     c3, raw3 = compose(["evaluator=simulated", "shapes=inline", SHAPES, "llm=none", "compare.budget=8",

@@ -78,6 +78,7 @@ class ArmRun:
     backend: str = "gpu"  # where the arm ran (its run record): a table of simulated arms says so
     retimed_ms: dict[Shape, float] = field(default_factory=dict)  # the best kernel timed again (retime.py)
     evaluations: int = 0
+    on_shape: dict[Shape, int] = field(default_factory=dict)  # evaluations on each shape (where the budget went)
     operators: dict[str, dict] = field(default_factory=dict)  # per operator: uses, new shape bests, ...
     policy: dict[str, list[float]] = field(default_factory=dict)  # per operator: its final probability per context
     policy_weights: list[int] = field(default_factory=list)  # the contexts' uses, in the same order
@@ -159,6 +160,9 @@ def read_arm(path: Path, arm: str, seed: int) -> ArmRun:
         a.close()
     r.evaluations = len(trace)
     r.to_95 = evaluations_to_95(trace, r.speedup)
+    for row in trace:
+        shape = Shape(row["M"], row["N"], row["K"])
+        r.on_shape[shape] = r.on_shape.get(shape, 0) + 1
     return r
 
 
@@ -270,6 +274,7 @@ def comparison(runs: list[ArmRun], shapes: list[Shape]) -> dict:
                                "geomean_vs_shortlist_retimed": [g for g in geo_retimed if g],
                                "geomean_vs_library": [g for g in geo_speedup if g],
                                "mean_evaluations_to_95": to95, "evaluations": [r.evaluations for r in mine],
+                               "evaluations_on_a_shape": [[r.on_shape.get(s, 0) for s in shapes] for r in mine],
                                "operators": _operators_over_seeds(mine),
                                "policy": _policy_over_seeds(mine)}
     return result
@@ -326,6 +331,12 @@ def _format_policy(result: dict, searches: list[str]) -> str:
             + tabulate(rows, headers=["operator"] + searches, disable_numparse=True) + note)
 
 
+def _fewest_most(per_seed: list[list[int]]) -> str:
+    """The fewest and most evaluations any shape got, per seed: where a search's budget went (a shape it
+    passed over is one where it can lose to the shortlist's later picks)."""
+    return ", ".join(f"{min(counts)}-{max(counts)}" for counts in per_seed if counts) or "-"
+
+
 def format_comparison(result: dict) -> str:
     arms = list(result["arms"])
     others = [a for a in arms if a != REFERENCE]  # the shortlist's ratio to itself is 1
@@ -346,7 +357,8 @@ def format_comparison(result: dict) -> str:
     fewer = REFERENCE in arms and max(result["arms"][REFERENCE]["evaluations"], default=most) < most
     note = " (all its picks: fewer than the budget on some shapes)" if fewer else ""
     to95 = [[a, f"{statistics.mean(v):.1f}" if (v := result["arms"][a]["mean_evaluations_to_95"]) else "-",
-             ", ".join(map(str, result["arms"][a]["evaluations"])) + (note if a == REFERENCE else "")] for a in arms]
+             ", ".join(map(str, result["arms"][a]["evaluations"])) + (note if a == REFERENCE else ""),
+             _fewest_most(result["arms"][a].get("evaluations_on_a_shape", []))] for a in arms]
     searches = [a for a in arms if a in SEARCHES]
     ops = sorted({op for a in searches for op in result["arms"][a].get("operators", {})})
     use_rows = [[op] + [_operator_cell(result["arms"][a].get("operators", {}).get(op)) for a in searches] for op in ops]
@@ -355,7 +367,8 @@ def format_comparison(result: dict) -> str:
                  if use_rows else "")
     return (tabulate(rows, headers=headers, disable_numparse=True, stralign="right")
             + "\n\n" + tabulate(to95, headers=["arm", "evals on a shape to 95% of its best (mean)",
-                                               "evaluations per seed"], disable_numparse=True) + operators
+                                               "evaluations per seed", "evaluations on a shape: fewest-most"],
+                                  disable_numparse=True) + operators
             + _format_policy(result, searches) + _format_finds(result.get("finds")))
 
 
