@@ -445,10 +445,11 @@ def _narrow_beside(p: Params, M: int, N: int, k_tiles: int, num_sms: int) -> Par
     1024x256x4096 and 4096x64x4096), where the shortlist had 64x64 tiles split over K or half a wave of them.
 
     Measured on an H100 (benchmarks/session29, narrow_ab.py: 20 shapes below the best library, 32/48-row
-    transposed tiles against the sweep's winner in one run): 1.034-1.088x on the four shapes this rule
-    takes (1024x256x4096, 1024x256x1024, 256x1024x1024, 4096x64x1024; 128 tiles each); at K = 16384 the
-    same tiles ran 0.69-0.79x, with a split over K or more than one wave 0.55-0.97x. The rule is fitted
-    to those four; no other shape was measured with it."""
+    transposed tiles against the sweep's winner in one run): 1.034-1.088x on four of the six grid125 shapes
+    this rule takes (1024x256x4096, 1024x256x1024, 256x1024x1024, 4096x64x1024; 128 tiles each; the other
+    two, 256x1024x4096 and 4096x64x4096, were not measured with it); at K = 16384 the same tiles ran
+    0.69-0.79x, with a split over K or more than one wave 0.55-0.97x, 48x128 tiles in one unsplit wave
+    0.98x (255x2816x2048). The rule is fitted to those four."""
     if (M <= 64 or p["SWAP_AB"] or (p["BM"], p["BN"]) != (64, 64) or not 16 <= k_tiles <= 64
             or not 0.9 * num_sms <= -(-M // 32) * -(-N // 64) <= num_sms):
         return None
