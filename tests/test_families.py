@@ -481,7 +481,7 @@ def test_transposed_products_compile_without_spills(change, compiler):
     """Every kind of transposed tile compiles for sm_90a with no local-memory spills and no serialized
     wgmma (ptxas's report; 40-row tiles were serialized while the epilogue converted single values)."""
     fam = FAMILIES["hopper"]
-    params = fam.complete(dict(fam.default, **dict(dict(SWAP_AB=1, STAGES=4), **change)))
+    params = fam.complete({**fam.default, "SWAP_AB": 1, "STAGES": 4, **change})
     result = compiler.compile(fam.render(params))
     assert result.ok, result.log
     assert result.resources is not None and result.resources.spill_stores == 0 and result.resources.spill_loads == 0

@@ -163,6 +163,20 @@ def side_by_side(jobs: list, archive_path: Path, script: str, args: argparse.Nam
         ev.close()
 
 
+def times_side_by_side(jobs: list, archive_path: Path, script: str, args: argparse.Namespace) -> tuple[dict, dict]:
+    """side_by_side's results as ({(kernel id, shape): time in ms, None where not correct}, {shape: best
+    library ms}), each failure printed as it arrives, and a SIMULATED line when not on the GPU."""
+    times, lib = {}, {}
+    for e in side_by_side(jobs, archive_path, script, args):
+        times[(e.kernel_id, e.shape)] = e.time_ms if e.ok else None
+        lib[e.shape] = e.best_library_ms
+        if not e.ok:
+            print(f"  {e.shape} {e.kernel_id}: {e.status.value} {str(e.error)[:200]}", flush=True)
+    if args.backend != "gpu":
+        print("SIMULATED (the CPU test double's modelled times, not measurements)")
+    return times, lib
+
+
 def kind(p: dict) -> str:
     split = ("split-K" if p["SPLIT_K"] > 1 and not p["SPLIT_CLUSTER"] else "cluster split" if p["SPLIT_K"] > 1
              else "tail split" if p["TAIL_SPLIT"] > 1 else "no split")

@@ -22,7 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session14"))
-from deep_ab import harness_args, side_by_side  # noqa: E402
+from deep_ab import harness_args, times_side_by_side  # noqa: E402
 
 from evo.core.shapes import Shape  # noqa: E402
 from evo.core.summary import geomean  # noqa: E402
@@ -101,16 +101,8 @@ def main() -> None:
             seen.add((c.id, s))
             unique.append((c, s))
     print(f"{len(rows)} shapes, {len(unique)} evaluations", flush=True)
-    times, params, lib = {}, {}, {}
-    for e in side_by_side(unique, out / "pingpong.sqlite", "pingpong_ab.py", args):
-        times[(e.kernel_id, e.shape)] = e.time_ms if e.ok else None
-        lib[e.shape] = e.best_library_ms
-        if not e.ok:
-            print(f"  {e.shape} {e.kernel_id}: {e.status.value} {str(e.error)[:200]}", flush=True)
-    for c, _ in unique:
-        params[c.id] = c.params
-    if args.backend != "gpu":
-        print("SIMULATED (the CPU test double's modelled times, not measurements)")
+    times, lib = times_side_by_side(unique, out / "pingpong.sqlite", "pingpong_ab.py", args)
+    params = {c.id: c.params for c, _ in unique}
     table, pairs, pair_rows = [], defaultdict(list), []
     print(f"{'shape':<18} {'winner':>8} {'best base':>9} {'best pp':>8} {'library':>8}  pp/winner  best ping-pong kernel")
     for ratio, shape, _, _ in rows:

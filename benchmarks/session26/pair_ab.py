@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session14"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session24"))
-from deep_ab import harness_args, side_by_side  # noqa: E402
+from deep_ab import harness_args, times_side_by_side  # noqa: E402
 from pingpong_ab import sweep_shapes  # noqa: E402
 
 from evo.core.summary import geomean  # noqa: E402
@@ -83,14 +83,8 @@ def main() -> None:
             seen.add((c.id, s))
             unique.append((c, s))
     print(f"{len(rows)} shapes, {len(unique)} evaluations", flush=True)
-    times, params, lib = {}, {c.id: c.params for c, _ in unique}, {}
-    for e in side_by_side(unique, out / "pair.sqlite", "pair_ab.py", args):
-        times[(e.kernel_id, e.shape)] = e.time_ms if e.ok else None
-        lib[e.shape] = e.best_library_ms
-        if not e.ok:
-            print(f"  {e.shape} {e.kernel_id}: {e.status.value} {str(e.error)[:200]}", flush=True)
-    if args.backend != "gpu":
-        print("SIMULATED (the CPU test double's modelled times, not measurements)")
+    params = {c.id: c.params for c, _ in unique}
+    times, lib = times_side_by_side(unique, out / "pair.sqlite", "pair_ab.py", args)
     table, pairs = [], []
     print(f"{'shape':<18} {'winner':>8} {'pp':>8} {'paired pp':>9} {'library':>8} (us)  paired pp/winner")
     for ratio, shape, _, _ in rows:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session14"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session24"))
-from deep_ab import harness_args, side_by_side  # noqa: E402
+from deep_ab import harness_args, times_side_by_side  # noqa: E402
 from pingpong_ab import sweep_shapes  # noqa: E402
 
 from evo.core.summary import geomean  # noqa: E402
@@ -86,14 +86,7 @@ def main() -> None:
             seen.add((c.id, s))
             unique.append((c, s))
     print(f"{len(rows)} shapes, {len(unique)} evaluations", flush=True)
-    times, lib = {}, {}
-    for e in side_by_side(unique, out / "skpair.sqlite", "splitk_pair_ab.py", args):
-        times[(e.kernel_id, e.shape)] = e.time_ms if e.ok else None
-        lib[e.shape] = e.best_library_ms
-        if not e.ok:
-            print(f"  {e.shape} {e.kernel_id}: {e.status.value} {str(e.error)[:200]}", flush=True)
-    if args.backend != "gpu":
-        print("SIMULATED (the CPU test double's modelled times, not measurements)")
+    times, lib = times_side_by_side(unique, out / "skpair.sqlite", "splitk_pair_ab.py", args)
     table, pairs = [], []
     print(f"{'shape':<18} {'winner':>8} {'pick':>8} {'paired':>8} {'library':>8} (us)  winner/paired")
     for ratio, shape, _, _, _ in rows:

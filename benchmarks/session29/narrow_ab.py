@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session14"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session24"))
-from deep_ab import harness_args, side_by_side  # noqa: E402
+from deep_ab import harness_args, times_side_by_side  # noqa: E402
 from pingpong_ab import sweep_shapes  # noqa: E402
 
 from evo.core.summary import geomean  # noqa: E402
@@ -71,14 +71,8 @@ def main() -> None:
                 role[(c.id, shape)] = r
                 jobs.append((c, shape))
     print(f"{len(rows)} shapes, {len(jobs)} evaluations", flush=True)
-    times, lib, params = {}, {}, {c.id: c.params for c, _ in jobs}
-    for e in side_by_side(jobs, out / "narrow.sqlite", "narrow_ab.py", args):
-        times[(e.kernel_id, e.shape)] = e.time_ms if e.ok else None
-        lib[e.shape] = e.best_library_ms
-        if not e.ok:
-            print(f"  {e.shape} {e.kernel_id}: {e.status.value} {str(e.error)[:200]}", flush=True)
-    if args.backend != "gpu":
-        print("SIMULATED (the CPU test double's modelled times, not measurements)")
+    params = {c.id: c.params for c, _ in jobs}
+    times, lib = times_side_by_side(jobs, out / "narrow.sqlite", "narrow_ab.py", args)
     print(f"{'shape':<18} {'sweep':>6} {'winner':>8} {'narrow':>8} {'library':>8} (us)  winner/narrow  narrow genes")
     table = []
     for ratio, shape, _, _ in rows:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# NEXT.md item 4 (one GPU, ~5 minutes; timeouts add up to 420 s): where the time goes on the small shapes that
+# NEXT.md item 4 (one GPU, ~5 minutes; timeouts add up to 600 s): where the time goes on the small shapes that
 # cuBLASLt wins with evo's own tile and split (library_gap.py). Session 28's grid125 winners on four shapes
-# under ncu inside `evo bench` beside torch.mm (session 16's bench_under_ncu; profile_summary.py side by side);
+# under ncu inside `evo bench` beside torch.mm (device_common.sh's bench_under_ncu; profile_summary.py side by side);
 # then evo's winner and torch.mm on 4096x256x64 with the launch, occupancy, warp-state and scheduler sections
 # (stall reasons), so the two kernels' cycles can be set side by side. Into $OUT/prof29.tgz.
 #   OUT=/some/folder bash benchmarks/session29/profile_small.sh
@@ -12,14 +12,6 @@ SHAPES="4096x256x64 64x16384x64 4096x256x256 256x256x16384"
 python3 benchmarks/session15/winners_source.py --out $R/cu benchmarks/session28/grid125/grid125.sqlite.gz \
   --shapes $SHAPES | tee $R/winners.txt
 METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,launch__block_size,launch__cluster_dim_x,launch__cluster_dim_y
-bench_under_ncu() {  # CSV SOURCE SHAPE NCU_ARGS...: one timed launch of SOURCE on SHAPE, past the checks, under ncu
-  local csv=$1 src=$2 shape=$3; shift 3
-  (mkdir -p /tmp/pw && cd /tmp/pw && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout 60 ncu --clock-control none --csv \
-    "$@" -k regex:hgemm -s 5 -c 1 python3 -m evo bench "kernels=[$src]" shapes=inline "shapes.list=[$shape]" \
-    'evaluator.libraries=[torch]' evaluator.replays=1 evaluator.draws=1 evaluator.timeout_s=300 search.progress=false \
-    archive.path=/tmp/pw/$(basename $csv .csv).sqlite > $csv 2> ${csv%.csv}.err)
-  echo "$(basename $csv): $(grep -c hgemm $csv) rows"; tail -2 ${csv%.csv}.err
-}
 for s in $SHAPES; do
   [ -f $R/cu/$s.cu ] && bench_under_ncu $R/ours_$s.csv $R/cu/$s.cu $s --metrics $METRICS
 done

@@ -39,6 +39,7 @@ import copy
 import json
 import logging
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,9 +161,7 @@ def read_arm(path: Path, arm: str, seed: int) -> ArmRun:
         a.close()
     r.evaluations = len(trace)
     r.to_95 = evaluations_to_95(trace, r.speedup)
-    for row in trace:
-        shape = Shape(row["M"], row["N"], row["K"])
-        r.on_shape[shape] = r.on_shape.get(shape, 0) + 1
+    r.on_shape = Counter(Shape(row["M"], row["N"], row["K"]) for row in trace)
     return r
 
 
