@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 30's first GPU command (one GPU, <= 10 minutes): session29/NEXT.md item 4, the profile of the
+# small shapes that cuBLASLt wins (session29/profile_small.sh, cut at 300 s), then mode_probe6.py (does a
+# worker's kernel timing drift away from its library timing as it works? cut at 240 s).
+# Into $OUT/prof29.tgz (the profile) and $OUT/probe6.txt.
+#   OUT=/some/folder bash benchmarks/session30/run1.sh
+set -uo pipefail
+export OUT=${OUT:?}
+timeout 300 bash benchmarks/session29/profile_small.sh > "$OUT/prof.log" 2>&1
+echo "profile rc=$?"; tail -45 "$OUT/prof.log"
+. benchmarks/device_common.sh
+device_setup > /dev/null
+gunzip -c benchmarks/session28/grid125/grid125.sqlite.gz > /tmp/g28.sqlite
+(cd /tmp && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout 240 python3 "$REPO/benchmarks/session30/mode_probe6.py" \
+  /tmp/g28.sqlite --load 60 --busy 16) > "$OUT/probe6.txt" 2>&1
+echo "probe6 rc=$?"; tail -32 "$OUT/probe6.txt"
+device_done > /dev/null
