@@ -8,7 +8,7 @@
 . benchmarks/device_common.sh
 device_setup
 R=/tmp/prof29 && rm -rf $R && mkdir -p $R/cu $R/stalls
-SHAPES="4096x256x64 64x16384x64 4096x256x256 256x256x16384"
+SHAPES=${SHAPES:-"4096x256x64 64x16384x64 4096x256x256 256x256x16384"}
 python3 benchmarks/session15/winners_source.py --out $R/cu benchmarks/session28/grid125/grid125.sqlite.gz \
   --shapes $SHAPES | tee $R/winners.txt
 METRICS=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,launch__block_size,launch__cluster_dim_x,launch__cluster_dim_y
