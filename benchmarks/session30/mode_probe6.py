@@ -72,6 +72,17 @@ def main() -> None:
         print("SIMULATED (the CPU test double's modelled times, not measurements)")
     ev = Evaluator(cfg).start()
     table: dict = {}
+
+    def us(t):
+        return f"{t * 1e3:6.2f}" if t else "  none"
+
+    def row(r: int, s) -> str:
+        lt, k = table[(r, s)]
+        best = min((t for t in lt if t), default=None)
+        ratio = f"{k / best:.3f}" if k and best else "-"
+        return f"{str(s):16s} {r:5d}  {us(lt[0])}  {us(lt[1])}  {us(k)}   {ratio}"
+
+    print("shape            round   torch  cuBLASLt  kernel   kernel/best-lib  (us)", flush=True)
     try:
         gpu = ev.devices[0].key
         shapes = [Shape(*s) for s in SHAPES if s in wins]
@@ -90,7 +101,7 @@ def main() -> None:
                 ks = [e.time_ms for e in done[2 * i:2 * i + 2] if e.ok]
                 lt = ev.library_times(gpu, s, cfg.mode)
                 table[(r, s)] = ([lt.get(lib) for lib in libs], min(ks) if ks else None)
-            print(f"round {r} done", flush=True)
+                print(row(r, s), flush=True)  # as it comes: a command cut short keeps the rounds it finished
 
         def load(offset: int) -> None:
             pairs = []
@@ -113,20 +124,13 @@ def main() -> None:
     finally:
         ev.close()
 
-    def us(t):
-        return f"{t * 1e3:6.2f}" if t else "  none"
-
     print(f"rounds: 0 fresh worker; 1 after {a.load} other evaluations; 2 after {2 * a.load}; "
           f"3 as 2 with {a.busy} busy CPU processes")
     print("shape            round   torch  cuBLASLt  kernel   kernel/best-lib")
     for s in sorted({s for _, s in table}, key=lambda s: (s.M, s.N, s.K)):
         for r in range(4):
-            if (r, s) not in table:
-                continue
-            lt, k = table[(r, s)]
-            best = min((t for t in lt if t), default=None)
-            ratio = f"{k / best:.3f}" if k and best else "-"
-            print(f"{str(s):16s} {r:5d}  {us(lt[0])}  {us(lt[1])}  {us(k)}   {ratio}")
+            if (r, s) in table:
+                print(row(r, s))
 
 
 if __name__ == "__main__":
