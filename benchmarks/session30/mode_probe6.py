@@ -98,9 +98,9 @@ def main() -> None:
                 family, params = wins[(s.M, s.N, s.K)]
                 cand = FAMILIES[family].candidate(json.loads(params))
                 pairs += [(cand, s), (cand, s)]
-            done = list(ev.evaluate(pairs, measure_libraries=False, race=False))
-            for i, s in enumerate(shapes):
-                ks = [e.time_ms for e in done[2 * i:2 * i + 2] if e.ok]
+            done = list(ev.evaluate(pairs, measure_libraries=False, race=False))  # in the order they end
+            for s in shapes:
+                ks = [e.time_ms for e in done if e.shape == s and e.ok]
                 lt = ev.library_times(gpu, s, cfg.mode)
                 table[(r, s)] = ([lt.get(lib) for lib in libs], min(ks) if ks else None)
                 print(row(r, s), flush=True)  # as it comes: a command cut short keeps the rounds it finished
