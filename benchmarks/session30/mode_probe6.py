@@ -6,12 +6,12 @@ kernels_of=` reads grid125's small-shape winners 4.3% faster (H100, session 29) 
 them. If a worker drifts into a slow mode for kernels too, a sweep's ratios are biased against the kernels
 on small shapes, by as much as that.
 
-One worker (evo's Evaluator, a sweep's settings: 3 replays of 10 ms, 2 draws), three rounds on the same
+One worker (evo's Evaluator, a sweep's settings: 3 replays of 10 ms, 2 draws; GPU 0), four rounds on the same
 six small shapes: each round times the libraries again (alone, as a sweep does first) and the shape's
-sweep winner (two draws). Between rounds, LOAD of the sweep's other kernels are evaluated, as a sweep
-would. Round 3 repeats round 2's timings with BUSY processes spinning on the CPU (a sweep compiles beside
-its worker). Printed per shape and round: torch, cuBLASLt (autotuned), the kernel (us), kernel / best
-library. Read it as:
+sweep winner (two draws), its source as the sweep stored it. Between rounds, LOAD of the sweep's other
+kernels are evaluated, as a sweep would. Round 3 repeats round 2's timings with BUSY processes spinning
+on the CPU (a sweep compiles beside its worker). Printed per shape and round: torch, cuBLASLt (autotuned),
+the kernel (us), kernel / best library. Read it as:
   - the kernel's time rising from round 0 to round 2 while the libraries stay: a sweep's kernels are
     timed in a slower mode than its libraries (the ratio drops with the worker's age);
   - both rising: the worker's mode, which libraries-first hides from the libraries only;
@@ -34,10 +34,11 @@ SIMULATED = bool(os.environ.get("PROBE_SIMULATED"))
 
 
 def winners(db: sqlite3.Connection) -> dict:
-    """Each probe shape's fastest ok evaluation in the sweep: (family, params)."""
+    """Each probe shape's fastest ok evaluation in the sweep: (source, family, params), the stored source
+    (as `evo bench kernels_of=` times it), not one rebuilt from the genome by today's family code."""
     out = {}
     for M, N, K in SHAPES:
-        row = db.execute("select k.family, k.params_json from evaluations e join kernels k on k.id = e.kernel_id "
+        row = db.execute("select k.source, k.family, k.params_json from evaluations e join kernels k on k.id = e.kernel_id "
                          "where e.status = 'ok' and e.M = ? and e.N = ? and e.K = ? order by e.time_ms limit 1",
                          (M, N, K)).fetchone()
         if row:
@@ -61,6 +62,7 @@ def main() -> None:
     ap.add_argument("--busy", type=int, default=16)
     a = ap.parse_args()
     from evo.config import EvaluatorConfig
+    from evo.core.kernel import Candidate
     from evo.core.shapes import Shape
     from evo.evaluation.evaluator import Evaluator
     from evo.families import FAMILIES
@@ -69,7 +71,7 @@ def main() -> None:
     wins = winners(db)
     libs = ["torch", "cublaslt_autotuned"]
     cfg = EvaluatorConfig(backend="simulated" if SIMULATED else "gpu", replays=3, target_replay_ms=10, draws=2,
-                          libraries=libs, cache_dir="/tmp/evo-cache")
+                          libraries=libs, cache_dir="/tmp/evo-cache", gpus=[0])  # one GPU: its libraries, its kernels
     if SIMULATED:
         print("SIMULATED (the CPU test double's modelled times, not measurements)")
     ev = Evaluator(cfg).start()
@@ -92,11 +94,14 @@ def main() -> None:
         def one_round(r: int) -> None:
             ev._baselines.clear()  # noqa: SLF001 -- a probe: the libraries timed again, alone, each round
             ev._alone.clear()  # noqa: SLF001
-            list(ev.measure_libraries(shapes))
+            for s, results in ev.measure_libraries(shapes):
+                for lib in results:
+                    if lib.status != "ok":
+                        print(f"  {s} {lib.library}: {lib.status} {lib.error[:200]}", flush=True)
             pairs = []
             for s in shapes:
-                family, params = wins[(s.M, s.N, s.K)]
-                cand = FAMILIES[family].candidate(json.loads(params))
+                source, family, params = wins[(s.M, s.N, s.K)]
+                cand = Candidate(source, family, params)
                 pairs += [(cand, s), (cand, s)]
             done = list(ev.evaluate(pairs, measure_libraries=False, race=False))  # in the order they end
             for s in shapes:
@@ -104,6 +109,7 @@ def main() -> None:
                 lt = ev.library_times(gpu, s, cfg.mode)
                 table[(r, s)] = ([lt.get(lib) for lib in libs], min(ks) if ks else None)
                 print(row(r, s), flush=True)  # as it comes: a command cut short keeps the rounds it finished
+            print(f"  (round {r}: worker restarts so far {ev.pool.restarts}: a restart resets the worker's age)", flush=True)
 
         def load(offset: int) -> None:
             pairs = []
@@ -123,6 +129,7 @@ def main() -> None:
         finally:
             for p in burn:
                 p.kill()
+                p.wait()
     finally:
         ev.close()
 

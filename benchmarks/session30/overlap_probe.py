@@ -10,7 +10,8 @@ PDL and signals early (CUTLASS-style kernels can), its back-to-back time holds a
 its own kernels, and on the shapes of a few microseconds that could be a large part of the 0.3-0.6 us by
 which cuBLASLt wins (4096x256x64: 3.60 us against 3.04).
 
-Per shape, evo's session 28 grid125 winner (launched as the evaluator launches it) and torch.mm, each as
+Per shape, evo's session 28 grid125 winner (its stored source, launched as the evaluator launches it, and
+plainly), torch.mm and the evaluator's two cuBLASLt baselines (through nvmath, as it calls them), each as
 three graphs over the shape's rotating buffer sets: the calls back to back (as timed), each call followed
 by a one-element fill (a plain kernel that signals nothing), and the fills alone. Per call:
 back-to-back time, and (calls with fills - fills alone) / calls, the call's time after a foreign kernel.
@@ -22,24 +23,26 @@ its gain should be about zero.
 checked here: the kernels are a sweep's verified winners and only their timing is in question.
 """
 import argparse
-import json
 import sqlite3
 import statistics
 
 import torch
 
+from evo.core.kernel import Candidate
 from evo.core.shapes import Shape
 from evo.evaluation.compiler import Compiler
+from evo.evaluation.gpu_baselines import _cublaslt_calls
 from evo.evaluation.gpu_buffers import TimingSets
 from evo.evaluation.gpu_harness import GpuHarness
 from evo.evaluation.gpu_launch import LoadedKernel, driver_takes_pdl
-from evo.families import FAMILIES
 
 SHAPES = "4096x256x64,64x16384x64,256x4096x256,256x256x256,1024x1024x1024"
 
 
 def winner(db: sqlite3.Connection, s: Shape):
-    return db.execute("select k.family, k.params_json from evaluations e join kernels k on k.id = e.kernel_id "
+    """(source, family, params) of the sweep's fastest ok evaluation on `s`: the stored source, as `evo bench
+    kernels_of=` times it."""
+    return db.execute("select k.source, k.family, k.params_json from evaluations e join kernels k on k.id = e.kernel_id "
                       "where e.status = 'ok' and e.M = ? and e.N = ? and e.K = ? order by e.time_ms limit 1",
                       (s.M, s.N, s.K)).fetchone()
 
@@ -71,7 +74,7 @@ def per_call_us(body, n: int, stream: torch.cuda.Stream, replays: int) -> float:
 def probe_shape(h: GpuHarness, comp: Compiler, s: Shape, row: tuple, replays: int, scratch: torch.Tensor) -> None:
     """The three graphs for evo's winner (PDL as the evaluator launches it, and plain) and torch.mm on `s`."""
     stream, raw = h.stream, h.stream.cuda_stream
-    cand = FAMILIES[row[0]].candidate(json.loads(row[1]))
+    cand = Candidate(*row)
     r = comp.compile(cand.source)
     if r.cubin is None:
         print(f"{s}: the winner did not compile: {r.log[:300]}")
@@ -85,20 +88,27 @@ def probe_shape(h: GpuHarness, comp: Compiler, s: Shape, row: tuple, replays: in
         args = sets.launch_args(kernel)
         calls[label] = (lambda k, ar: lambda i: k.launch(ar, raw, i))(kernel, args)
     calls["torch.mm"] = lambda i: torch.mm(sets.a(i), sets.B[i], out=sets.C[i])
+    for autotune in (False, True):  # the evaluator's cuBLASLt baselines, as it calls them (nvmath)
+        try:
+            calls[f"cuBLASLt {'autotuned' if autotune else 'heuristic'}"] = _cublaslt_calls(h, sets, autotune)[0][0]
+        except Exception as e:  # noqa: BLE001 -- a probe: say so and go on with the others
+            print(f"{s}: cuBLASLt ({'autotuned' if autotune else 'heuristic'}) unavailable: {str(e)[:200]}")
 
     def fill(i: int) -> None:
         scratch.fill_(float(i))
 
-    fills = per_call_us(fill, sets.n, stream, replays)
     for label, call in calls.items():
         alone = per_call_us(call, sets.n, stream, replays)
 
         def with_fill(i: int, call=call) -> None:
             call(i)
             fill(i)
-        after = per_call_us(with_fill, sets.n, stream, replays) - fills
-        print(f"{str(s):16s} {label:12s} {alone:12.3f}  {after:12.3f}  {after - alone:+10.3f}", flush=True)
-    print(f"{str(s):16s} {'fill alone':12s} {fills:12.3f}   ({sets.n} calls a graph)", flush=True)
+        both = per_call_us(with_fill, sets.n, stream, replays)
+        fills = per_call_us(fill, sets.n, stream, replays)  # beside each: the clock drifts between graphs
+        after = both - fills
+        print(f"{str(s):16s} {label:20s} {alone:10.3f}  {after:10.3f}  {after - alone:+10.3f}   (fills {fills:.3f})",
+              flush=True)
+    print(f"{str(s):16s} {sets.n} calls a graph", flush=True)
 
 
 def main() -> None:
@@ -113,7 +123,7 @@ def main() -> None:
     with torch.cuda.stream(h.stream):
         scratch = torch.zeros(1, device="cuda")
     print(f"{h.info.name}; PDL launches {'taken' if driver_takes_pdl() else 'NOT taken by this driver'}")
-    print("shape            call          back-to-back  after a fill  gain from following itself  (us a call)")
+    print("shape            call                 back-to-back  after a fill  gain from following itself  (us a call)")
     for text in a.shapes.split(","):
         s = Shape(*(int(x) for x in text.split("x")))
         row = winner(db, s)
