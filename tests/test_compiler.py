@@ -210,3 +210,21 @@ def test_a_cubin_that_is_not_what_nvcc_writes_is_refused_with_a_reason_at_once(c
         assert reason is not None and "could not be read" in reason
     assert time.monotonic() - start < 1.0
     assert undefined_functions(good) == []
+
+
+def test_nvcc_runs_at_a_lower_cpu_priority_than_evo(tmp_path):
+    """A sweep compiles on every core beside the GPU worker: nvcc is started niced (NVCC_NICENESS) so that
+    the worker's host thread is not the one waiting for a core. A stand-in nvcc reports its niceness."""
+    from evo.evaluation.compiler import NVCC_NICENESS
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\n"
+                    "if [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, V13.0.1'; exit 0; fi\n"
+                    "echo \"niceness $(nice)\"; exit 1\n")
+    fake.chmod(0o755)
+    c = Compiler(cache_dir=tmp_path / "cache", nvcc=str(fake))
+    try:
+        r = c.compile(FAMILIES["simt"].render(FAMILIES["simt"].default))
+    finally:
+        c.close()
+    assert r.status == "error"
+    assert f"niceness {min(19, os.nice(0) + NVCC_NICENESS)}" in r.log, r.log
