@@ -33,17 +33,17 @@ SHAPES = [(4096, 256, 64), (64, 16384, 64), (256, 4096, 256), (256, 256, 256), (
 SIMULATED = bool(os.environ.get("PROBE_SIMULATED"))
 
 
+def winner(db: sqlite3.Connection, M: int, N: int, K: int) -> tuple | None:
+    """The sweep's fastest ok evaluation on M x N x K: (source, family, params), the stored source (as `evo
+    bench kernels_of=` times it), not one rebuilt from the genome by today's family code. None: no such."""
+    return db.execute("select k.source, k.family, k.params_json from evaluations e join kernels k on k.id = e.kernel_id "
+                      "where e.status = 'ok' and e.M = ? and e.N = ? and e.K = ? order by e.time_ms limit 1",
+                      (M, N, K)).fetchone()
+
+
 def winners(db: sqlite3.Connection) -> dict:
-    """Each probe shape's fastest ok evaluation in the sweep: (source, family, params), the stored source
-    (as `evo bench kernels_of=` times it), not one rebuilt from the genome by today's family code."""
-    out = {}
-    for M, N, K in SHAPES:
-        row = db.execute("select k.source, k.family, k.params_json from evaluations e join kernels k on k.id = e.kernel_id "
-                         "where e.status = 'ok' and e.M = ? and e.N = ? and e.K = ? order by e.time_ms limit 1",
-                         (M, N, K)).fetchone()
-        if row:
-            out[(M, N, K)] = row
-    return out
+    """Each probe shape's winner (see `winner`)."""
+    return {s: row for s in SHAPES if (row := winner(db, *s))}
 
 
 def load_rows(db: sqlite3.Connection, n: int, offset: int) -> list:

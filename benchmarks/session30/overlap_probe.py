@@ -25,6 +25,8 @@ checked here: the kernels are a sweep's verified winners and only their timing i
 import argparse
 import sqlite3
 import statistics
+import sys
+from pathlib import Path
 
 import torch
 
@@ -36,15 +38,11 @@ from evo.evaluation.gpu_buffers import TimingSets
 from evo.evaluation.gpu_harness import GpuHarness
 from evo.evaluation.gpu_launch import LoadedKernel, driver_takes_pdl
 
+# beside this script (run with PYTHONSAFEPATH=1, which leaves the script's folder off sys.path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mode_probe6 import winner  # noqa: E402 -- the sweep's winner, its stored source
+
 SHAPES = "4096x256x64,64x16384x64,256x4096x256,256x256x256,1024x1024x1024"
-
-
-def winner(db: sqlite3.Connection, s: Shape):
-    """(source, family, params) of the sweep's fastest ok evaluation on `s`: the stored source, as `evo bench
-    kernels_of=` times it."""
-    return db.execute("select k.source, k.family, k.params_json from evaluations e join kernels k on k.id = e.kernel_id "
-                      "where e.status = 'ok' and e.M = ? and e.N = ? and e.K = ? order by e.time_ms limit 1",
-                      (s.M, s.N, s.K)).fetchone()
 
 
 def per_call_us(body, n: int, stream: torch.cuda.Stream, replays: int) -> float:
@@ -126,7 +124,7 @@ def main() -> None:
     print("shape            call                 back-to-back  after a fill  gain from following itself  (us a call)")
     for text in a.shapes.split(","):
         s = Shape(*(int(x) for x in text.split("x")))
-        row = winner(db, s)
+        row = winner(db, s.M, s.N, s.K)
         if row is None:
             print(f"{s}: no winner in the sweep")
             continue
