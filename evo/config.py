@@ -155,11 +155,12 @@ class EvaluatorConfig:
     # cluster set: jobs waiting on each GPU worker beyond the one it runs, so that its next job is already
     # there when one ends (0: one job per worker, each GPU idles a round trip to the driver between jobs)
     cluster_queue: int = 1
-    # time each kernel whose PTX waits for the grid before it first (every family's does) as a programmatic
-    # dependent launch, as evo.dispatch runs it in PyTorch: its launch overlaps the previous kernel's tail
-    # (not one that signals its dependents early: that would speed up its own next replay). false: plain
-    # launches, as every H200 figure before session 18 (docs/timing.md)
-    pdl: bool = True
+    # true: time each kernel whose PTX waits for the grid before it first (every family's does) as a
+    # programmatic dependent launch, as evo.dispatch runs it. Off by default since session 31: in the timing
+    # graphs the kernel before a launch is the same kernel, and PDL gained 0.10-0.30 us a call there that it
+    # lost again (and 0.22-0.27 us more) behind any other kernel; plain launches, like the libraries', time
+    # the same either way (docs/timing.md, "How kernels are launched")
+    pdl: bool = False
 
 
 @dataclass

@@ -245,8 +245,8 @@ def test_a_compile_cached_before_the_pdl_verdict_was_recorded_is_checked_from_it
     """A cache entry without the compile's PDL verdict (made before it was recorded) is not taken as a
     no: the evaluator reads the kernel's PTX, so the kernel is timed as it would be fresh, and the
     verdict goes into the entry (one nvcc -ptx per kernel, not one per run)."""
-    cfg = EvaluatorConfig(backend="simulated", timeout_s=30, cache_dir=str(tmp_path), gpus=[])
-    assert cfg.pdl  # the default: timed as evo.dispatch launches it
+    assert not EvaluatorConfig().pdl  # the default since session 31: plain launches
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=30, cache_dir=str(tmp_path), gpus=[], pdl=True)
     ev = Evaluator(cfg).start()
     try:
         cand = Candidate.make(GOOD)

@@ -64,10 +64,10 @@ class Evaluator:
 
     # ---- setup ----------------------------------------------------------------------------
     def start(self) -> Evaluator:
-        log.info("kernels whose PTX first waits for the kernel launched before them are timed as programmatic "
-                 "dependent launches, as evo.dispatch runs them (evaluator.pdl=true; docs/timing.md)" if self.cfg.pdl else
-                 "evaluator.pdl=false: every kernel is timed as a plain launch (not as evo.dispatch runs it in "
-                 "PyTorch; docs/timing.md)")
+        log.info("evaluator.pdl=true: kernels whose PTX first waits for the kernel launched before them are timed "
+                 "as programmatic dependent launches, each overlapping its own previous launch in the timing graphs "
+                 "(a gain it has not behind other kernels; docs/timing.md)" if self.cfg.pdl else
+                 "every kernel is timed as a plain launch, as the libraries are (evaluator.pdl=false; docs/timing.md)")
         self.pool.start()
         self._ensure_peaks()
         if self.archive and self.run_id is not None:  # a resumed run races against what it measured before

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Session 31's second GPU command (one GPU, ~8 minutes): mode_trigger.py (which job puts a worker into the
+# slow launch mode; cut at TRIGGER_S), then session30/stages_ab.py on session 28's two sweeps (cut by its
+# own --budget-s). Into $OUT/trigger.txt and $OUT/stages.tgz.
+#   OUT=/some/folder bash benchmarks/session31/run2.sh
+set -uo pipefail
+export OUT=${OUT:?}
+TRIGGER_S=${TRIGGER_S:-260} TRIGGER_STEPS=${TRIGGER_STEPS:-40} STAGES_S=${STAGES_S:-180}
+. benchmarks/device_common.sh
+device_setup > /dev/null
+gunzip -c benchmarks/session28/grid125/grid125.sqlite.gz > /tmp/g28.sqlite
+gunzip -c benchmarks/session28/llm_layers/llm_layers.sqlite.gz > /tmp/l28.sqlite
+(cd /tmp && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout "$TRIGGER_S" python3 \
+  "$REPO/benchmarks/session31/mode_trigger.py" /tmp/g28.sqlite --steps "$TRIGGER_STEPS") > "$OUT/trigger.txt" 2>&1
+echo "mode_trigger rc=$?"; grep -v Warning "$OUT/trigger.txt" | tail -50
+mkdir -p /tmp/stages
+(cd /tmp && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout $((STAGES_S + 90)) python3 \
+  "$REPO/benchmarks/session30/stages_ab.py" /tmp/g28.sqlite /tmp/l28.sqlite --out /tmp/stages \
+  --budget-s "$STAGES_S") > /tmp/stages/log.txt 2>&1 || true
+echo "stages_ab done"; tail -30 /tmp/stages/log.txt
+tar -czf "$OUT/stages.tgz" -C /tmp stages
+nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
