@@ -8,26 +8,37 @@ torch and cuBLASLt on two small shapes, then evaluates the sweep's other kernels
 libraries again after each; printed per step: the job just run (shape, family, the genes that matter) and
 the libraries' times. The first step whose times jump names the job that set the mode.
 
-    python mode_trigger.py SWEEP.sqlite [--steps 40]       (on the GPU machine, from /tmp)
+    python mode_trigger.py SWEEP.sqlite [--steps 40] [--pdl 1]      (on the GPU machine, from /tmp)
+
+--pdl 1 launches the jobs' kernels as programmatic dependent launches, as sweeps did from session 18 to 30
+(a suspect: the slow mode was first seen in session 22's sweeps); the default, plainly.
 """
 import argparse
 import json
 import os
+import random
 import sqlite3
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "session30"))
-from mode_probe6 import load_rows  # noqa: E402
 
 SHAPES = [(256, 256, 256), (4096, 256, 64)]
-GENES = ("BM", "BN", "SPLIT_K", "SPLIT_CLUSTER", "CLUSTER_M", "PERSISTENT", "SWAP_AB", "STREAM_K", "TAIL_SPLIT",
-         "FIXUP", "TMA_STORE", "PINGPONG", "CTAS_PER_SM")
+# genes printed where they are not at their usual value (the persistent, unsplit, unclustered plain tile)
+USUAL = {"SPLIT_K": 1, "SPLIT_CLUSTER": 0, "CLUSTER_M": 1, "PERSISTENT": 1, "SWAP_AB": 0, "STREAM_K": 0,
+         "TAIL_SPLIT": 1, "FIXUP": 0, "TMA_STORE": 0, "PINGPONG": 0, "CTAS_PER_SM": 1}
+
+
+def load_rows(db: sqlite3.Connection, n: int) -> list:
+    """`n` of the sweep's other ok evaluations, drawn at random (seed 0) from every family and shape, not the
+    sweep's first ones (ampere picks on the smallest shapes): a trigger may be a gene only some kernels have."""
+    rows = db.execute("select e.M, e.N, e.K, k.family, k.params_json from evaluations e join kernels k "
+                      "on k.id = e.kernel_id where e.status = 'ok' order by e.id").fetchall()
+    rows = [r for r in rows if tuple(r[:3]) not in SHAPES]
+    return random.Random(0).sample(rows, min(n, len(rows)))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("sweep")
     ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--pdl", type=int, default=0, help="evaluator.pdl for the jobs (1: as sweeps ran from session 18 to 30)")
     a = ap.parse_args()
     from evo.config import EvaluatorConfig
     from evo.core.shapes import Shape
@@ -40,7 +51,7 @@ def main() -> None:
     if simulated:
         print("SIMULATED (the CPU test double's modelled times, not measurements)")
     cfg = EvaluatorConfig(backend="simulated" if simulated else "gpu", replays=3, target_replay_ms=10, draws=2, libraries=libs,
-                          cache_dir="/tmp/evo-cache", gpus=[0])
+                          cache_dir="/tmp/evo-cache", gpus=[0], pdl=bool(a.pdl))
     ev = Evaluator(cfg).start()
     shapes = [Shape(*s) for s in SHAPES]
     try:
@@ -56,19 +67,19 @@ def main() -> None:
                 out.append(" ".join(f"{lt[lib] * 1e3:5.2f}" if lt.get(lib) else " none" for lib in libs))
             return "  |  ".join(out)
 
-        print("step  job (shape, family, genes)                                        "
+        print(f"step  {'job (shape, family, genes)':78s}  "
               + "  |  ".join(f"{M}x{N}x{K}: torch cuBLASLt" for M, N, K in SHAPES), flush=True)
-        print(f"{0:4d}  (fresh worker)                                                    {libs_now()}", flush=True)
-        print(f"{0:4d}  (fresh worker, again)                                             {libs_now()}", flush=True)
-        for step, (M, N, K, family, params) in enumerate(load_rows(db, a.steps, 0), 1):
+        print(f"{0:4d}  {'(fresh worker)':78s}  {libs_now()}", flush=True)
+        print(f"{0:4d}  {'(fresh worker, again)':78s}  {libs_now()}", flush=True)
+        for step, (M, N, K, family, params) in enumerate(load_rows(db, a.steps), 1):
             p = json.loads(params)
-            genes = " ".join(f"{g}={p[g]}" for g in GENES if g in p and p[g] not in (0, 1) or g in ("BM", "BN"))
+            genes = " ".join([f"{p.get('BM')}x{p.get('BN')}"] + [f"{g}={p[g]}" for g, v in USUAL.items() if p.get(g, v) != v])
             results = list(ev.evaluate([(FAMILIES[family].candidate(p), Shape(M, N, K))],
                                        measure_libraries=False, race=False))
             status = results[0].status if results else "none"
             job = f"{M}x{N}x{K} {family} {genes} [{status}]"
-            print(f"{step:4d}  {job[:64]:64s}  {libs_now()}", flush=True)
-        print(f"worker restarts: {ev.pool.restarts}")
+            print(f"{step:4d}  {job[:78]:78s}  {libs_now()}", flush=True)
+        print(f"worker restarts: {ev.pool.restarts}; jobs launched with PDL: {bool(a.pdl)}")
     finally:
         ev.close()
 
