@@ -25,12 +25,26 @@ USUAL = {"SPLIT_K": 1, "SPLIT_CLUSTER": 0, "CLUSTER_M": 1, "PERSISTENT": 1, "SWA
          "TAIL_SPLIT": 1, "FIXUP": 0, "TMA_STORE": 0, "PINGPONG": 0, "CTAS_PER_SM": 1}
 
 
-def load_rows(db: sqlite3.Connection, n: int) -> list:
+def wanted(family: str, params: str, only: str) -> bool:
+    """--only: any job; fixup (hopper, FIXUP=1: ordered partials over L2); atomics (hopper split-K over L2 by
+    fp32 atomics: SPLIT_K > 1, FIXUP=0, no cluster); plain (hopper, no split of any kind)."""
+    p = json.loads(params)
+    if only == "any":
+        return True
+    if family != "hopper":
+        return False
+    over_l2 = p.get("SPLIT_K", 1) > 1 and not p.get("SPLIT_CLUSTER")
+    split = p.get("SPLIT_K", 1) > 1 or p.get("TAIL_SPLIT", 1) > 1 or p.get("STREAM_K", 0)
+    return {"fixup": p.get("FIXUP", 0) == 1, "atomics": over_l2 and not p.get("FIXUP"),
+            "plain": not split}[only]
+
+
+def load_rows(db: sqlite3.Connection, n: int, only: str = "any") -> list:
     """`n` of the sweep's other ok evaluations, drawn at random (seed 0) from every family and shape, not the
     sweep's first ones (ampere picks on the smallest shapes): a trigger may be a gene only some kernels have."""
     rows = db.execute("select e.M, e.N, e.K, k.family, k.params_json from evaluations e join kernels k "
                       "on k.id = e.kernel_id where e.status = 'ok' order by e.id").fetchall()
-    rows = [r for r in rows if tuple(r[:3]) not in SHAPES]
+    rows = [r for r in rows if tuple(r[:3]) not in SHAPES and wanted(r[3], r[4], only)]
     return random.Random(0).sample(rows, min(n, len(rows)))
 
 
@@ -38,6 +52,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("sweep")
     ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--only", default="any", choices=["any", "fixup", "atomics", "plain"])
     ap.add_argument("--pdl", type=int, default=0, help="evaluator.pdl for the jobs (1: as sweeps ran from session 18 to 30)")
     a = ap.parse_args()
     from evo.config import EvaluatorConfig
@@ -71,7 +86,7 @@ def main() -> None:
               + "  |  ".join(f"{M}x{N}x{K}: torch cuBLASLt" for M, N, K in SHAPES), flush=True)
         print(f"{0:4d}  {'(fresh worker)':78s}  {libs_now()}", flush=True)
         print(f"{0:4d}  {'(fresh worker, again)':78s}  {libs_now()}", flush=True)
-        for step, (M, N, K, family, params) in enumerate(load_rows(db, a.steps), 1):
+        for step, (M, N, K, family, params) in enumerate(load_rows(db, a.steps, a.only), 1):
             p = json.loads(params)
             genes = " ".join([f"{p.get('BM')}x{p.get('BN')}"] + [f"{g}={p[g]}" for g, v in USUAL.items() if p.get(g, v) != v])
             results = list(ev.evaluate([(FAMILIES[family].candidate(p), Shape(M, N, K))],
@@ -79,7 +94,7 @@ def main() -> None:
             status = results[0].status if results else "none"
             job = f"{M}x{N}x{K} {family} {genes} [{status}]"
             print(f"{step:4d}  {job[:78]:78s}  {libs_now()}", flush=True)
-        print(f"worker restarts: {ev.pool.restarts}; jobs launched with PDL: {bool(a.pdl)}")
+        print(f"worker restarts: {ev.pool.restarts}; jobs launched with PDL: {bool(a.pdl)}; jobs: {a.only}")
     finally:
         ev.close()
 

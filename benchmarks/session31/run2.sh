@@ -16,10 +16,12 @@ for pdl in 1 0; do  # the jobs as PDL launches (sweeps of sessions 18-30), then 
     > "$OUT/trigger_pdl$pdl.txt" 2>&1
   echo "mode_trigger --pdl $pdl rc=$?"; grep -v Warning "$OUT/trigger_pdl$pdl.txt" | tail -30
 done
-mkdir -p /tmp/stages
-(cd /tmp && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout $((STAGES_S + 90)) python3 \
-  "$REPO/benchmarks/session30/stages_ab.py" /tmp/g28.sqlite /tmp/l28.sqlite --out /tmp/stages \
-  --budget-s "$STAGES_S") > /tmp/stages/log.txt 2>&1 || true
-echo "stages_ab done"; tail -30 /tmp/stages/log.txt
-tar -czf "$OUT/stages.tgz" -C /tmp stages
+if [ "$STAGES_S" -gt 0 ]; then  # STAGES_S=0: the trigger probes alone
+  mkdir -p /tmp/stages
+  (cd /tmp && EVO_CACHE_DIR=/tmp/evo-cache PYTHONSAFEPATH=1 timeout $((STAGES_S + 90)) python3 \
+    "$REPO/benchmarks/session30/stages_ab.py" /tmp/g28.sqlite /tmp/l28.sqlite --out /tmp/stages \
+    --budget-s "$STAGES_S") > /tmp/stages/log.txt 2>&1 || true
+  echo "stages_ab done"; tail -30 /tmp/stages/log.txt
+  tar -czf "$OUT/stages.tgz" -C /tmp stages
+fi
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
