@@ -50,6 +50,14 @@ def test_quiet_sweep_still_prints_its_summary_table(tmp_path):
     # the ratio is a best of several kernel timings against one library timing: said beside the table
     assert "fastest of up to 2 kernel timings" in out.stdout
     assert f"kernels_of={tmp_path / 's.sqlite'} evaluator=simulated" in out.stdout  # as it was swept
+    # the libraries timed again after the kernels (Evaluator.library_drift): the test double has no launch modes
+    assert "SIMULATED" in out.stdout and "the libraries, timed again alone after the kernels on the 1 smallest" in out.stdout
+    assert "read 1.000x their times from before the kernels" in out.stdout and "no change of launch mode" in out.stdout
+    archive = Archive.open(tmp_path / "s.sqlite", readonly=True)
+    try:
+        assert archive.get_state(1, "library_drift")["shapes"] == ["64x64x64"]
+    finally:
+        archive.close()
     one = evo("-q", "sweep", "evaluator=simulated", "shapes=inline", "shapes.list=[64x64x64]", "sweep.budget=1",
               "sweep.sample=shortlist", f"archive.path={tmp_path / 'one.sqlite'}")
     assert one.returncode == 0 and "geomean vs best lib" in one.stdout and "kernel timings against" not in one.stdout

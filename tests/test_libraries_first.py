@@ -269,3 +269,67 @@ def test_a_resumed_run_keeps_the_timings_its_kernels_were_compared_with(tmp_path
         assert set(ev.library_times(ev.devices[0].key, SHAPES[0], "rotating").values()) == {0.5}
     finally:
         ev.close()
+
+
+class SlowerLater(RecordingPool):
+    """A pool whose library timings read `factor` times slower from the first request after `after` library
+    requests on: a worker that stepped into a slower launch mode after the libraries were timed first."""
+
+    def __init__(self, inner, factor, after):
+        super().__init__(inner)
+        self.factor, self.after = factor, after
+
+    def call_each(self, request, devices=None):
+        replies = super().call_each(request, devices)
+        if len(self.sent) <= self.after:
+            return replies
+        for reply in replies.values():
+            for lib in reply.get("libraries", []):
+                t = lib.get("timing")
+                if t:
+                    t["median_ms"] *= self.factor
+                    t["samples_ms"] = [x * self.factor for x in t.get("samples_ms", [])]
+        return replies
+
+
+def test_library_drift_times_the_smallest_shapes_again_and_stores_nothing(tmp_path, compile_cache):
+    shapes = [Shape(256, 256, 256), *SHAPES]  # the two of SHAPES have fewer FLOPs
+    ev, pool = evaluator(tmp_path, compile_cache)
+    try:
+        ev.time_libraries_first(shapes)
+        rows = ev.archive.db.execute("select count(*) from baselines").fetchone()[0]
+        first = len(pool.sent)
+        drift = ev.library_drift(shapes, most=2)
+        assert [msg["shape"] for _, msg in pool.sent[first:]] == [[64, 64, 64], [128, 64, 32]]
+        assert drift["shapes"] == ["64x64x64", "128x64x32"] and drift["pairs"] == 2 * len(ev.cfg.libraries)
+        assert drift["ratio"] == pytest.approx(1.0, abs=0.02)  # the test double has no launch modes
+        assert ev.archive.db.execute("select count(*) from baselines").fetchone()[0] == rows  # nothing stored
+    finally:
+        ev.close()
+
+
+def test_library_drift_measures_a_step_that_came_after_the_libraries_were_timed_first(tmp_path, compile_cache, caplog):
+    from evo.search.sweep import _report_drift
+
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=5, cache_dir=str(compile_cache), gpus=[])
+    archive = Archive.open(tmp_path / "a.sqlite")
+    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
+    pool = SlowerLater(make_pool(cfg), factor=1.12, after=len(SHAPES))
+    ev = Evaluator(cfg, archive=archive, run_id=run, pool=pool).start()
+    try:
+        ev.time_libraries_first(SHAPES)
+        then = ev.library_times(ev.devices[0].key, SHAPES[0], cfg.mode)["torch"]
+        drift = ev.library_drift(SHAPES)
+        assert drift["ratio"] == pytest.approx(1.12, rel=1e-6)
+        assert drift["worst"][2] in {ev.library_times(ev.devices[0].key, s, cfg.mode)[drift["worst"][1]]
+                                     for s in SHAPES}
+        assert ev.library_times(ev.devices[0].key, SHAPES[0], cfg.mode)["torch"] == then  # the stored time stands
+    finally:
+        ev.close()
+    with caplog.at_level("INFO"):
+        _report_drift(drift, "")
+        _report_drift({**drift, "ratio": 1.01}, "")
+    warned = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and "1.120x" in warned[0].getMessage() and "slower launch mode" in warned[0].getMessage()
+    assert any("1.010x" in r.getMessage() and "no change of launch mode" in r.getMessage()
+               for r in caplog.records if r.levelname == "INFO")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from evo.evaluation.pool_api import Pool, make_pool
 from evo.evaluation.static_checks import check_source
 
 log = logging.getLogger(__name__)
+LIBRARY_DRIFT_SHAPES = 6  # shapes whose libraries a sweep times again after its kernels (Evaluator.library_drift)
 
 
 @dataclass(frozen=True)
@@ -344,6 +346,37 @@ class Evaluator:
             if on_shape is not None:
                 on_shape(shape)
         return timed
+
+    def library_drift(self, shapes: Iterable[Shape], *, most: int = LIBRARY_DRIFT_SHAPES) -> dict | None:
+        """The libraries timed again, alone, on every GPU of the pool, on the `most` of `shapes` with the
+        fewest FLOPs (where a launch mode shows most), after a run's kernels, against the times stored for
+        them; not stored. Why: a worker can step into a mode that reads every launch about 0.33 us slower,
+        libraries and kernels alike (H100, `benchmarks/session31/`); the libraries, timed first, then miss
+        the step that the kernels after it take, and the small shapes' ratios are understated. Returns
+        {"ratio": geomean of now / then over every (GPU, shape, library) timed both times, "pairs": their
+        count, "shapes": [names], "worst": [shape, library, then_ms, now_ms] of the largest ratio}, or None
+        where nothing was timed both times (no libraries, or every timing failed)."""
+        picked = sorted(set(shapes), key=lambda s: (s.flops, s.M, s.N, s.K))[:most]
+        if not picked or not self.cfg.libraries:
+            return None
+        ratios: list[tuple[float, Shape, str, float, float]] = []
+        for shape in picked:
+            try:
+                replies = self.pool.call_each(self._library_request(shape, list(self.cfg.libraries)))
+            except (OSError, TimeoutError, GpuUnavailable) as e:
+                log.warning(f"timing the libraries again stopped at {shape} ({type(e).__name__}: {e})")
+                break
+            for reply in replies.values():
+                then = self.library_times(reply["gpu"], shape, self.cfg.mode)
+                for lib in map(LibraryResult.from_json, reply.get("libraries", [])):
+                    now = lib.timing.median_ms if lib.status == "ok" and lib.timing else None
+                    if lib.mode == self.cfg.mode and now and then.get(lib.library):
+                        ratios.append((now / then[lib.library], shape, lib.library, then[lib.library], now))
+        if not ratios:
+            return None
+        worst = max(ratios, key=lambda r: r[0])
+        return {"ratio": math.exp(sum(math.log(r[0]) for r in ratios) / len(ratios)), "pairs": len(ratios),
+                "shapes": [str(s) for s in picked], "worst": [str(worst[1]), worst[2], worst[3], worst[4]]}
 
     def _early_failure(self, p: Prepared, shape: Shape) -> Evaluation | None:
         if p.status is not None:

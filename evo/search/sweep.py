@@ -184,9 +184,31 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
                 log.warning(f"{len(flattered)} of {len(shapes)} shapes have as their baseline on {d.key} a library "
                             "timed on a throttled GPU, so their ratios are flattered: " + "; ".join(
                                 f"{s} ({lib} at {mhz:.0f} MHz)" for s, (lib, mhz) in flattered.items()))
-        archive.put_state(run_id, "summary", summary)
+        archive.put_state(run_id, "summary", summary)  # first: a stop during the check below loses nothing
+        drift = ev.library_drift(shapes)  # a few seconds of library timings on the smallest shapes
+        if drift:
+            _report_drift(drift, simulated_note(c.evaluator.backend))
+            archive.put_state(run_id, "library_drift", drift)
         return {"run_id": run_id, "summary": summary, "failures": dict(failures), "throttled": kept_out,
-                "raced": raced}
+                "raced": raced, "library_drift": drift}
+
+
+#: libraries reading this much slower after a run's kernels than before them: the worker changed launch mode
+DRIFT_WARN = 1.03
+
+
+def _report_drift(drift: dict, note: str) -> None:
+    """Say how the libraries read when timed again after the kernels (Evaluator.library_drift)."""
+    shape, lib, then, now = drift["worst"]
+    told = (f"{note}the libraries, timed again alone after the kernels on the {len(drift['shapes'])} smallest "
+            f"shapes, read {drift['ratio']:.3f}x their times from before the kernels (geomean of {drift['pairs']}; "
+            f"most: {lib} on {shape}, {then * 1e3:.2f} -> {now * 1e3:.2f} us)")
+    if drift["ratio"] >= DRIFT_WARN:
+        log.warning(f"{told}: the GPU worker stepped into a slower launch mode during the run, which the kernels "
+                    "timed after the step took and the libraries, timed first, did not; the ratios of small shapes "
+                    "above are understated by up to that much (docs/timing.md, \"Two launch modes\")")
+    else:
+        log.info(f"{told}: no change of launch mode showed", extra=RESULT)
 
 
 def _summary(archive: Archive, run_id: int, ev: Evaluator, shapes: list[Shape]) -> list[dict]:
