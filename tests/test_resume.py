@@ -236,8 +236,11 @@ def test_a_run_stored_before_a_setting_existed_resumes_with_the_behaviour_it_sta
     old = resumed_config(stored, [])
     assert (old.search.cost_prior, old.mutator.reward_against, old.mutator.evaluation_cost, old.evaluator.pdl) == (
         "off", "parent", 0.0, False)
-    new = resumed_config(as_dict(c), [])  # a run that stored them keeps what it stored
+    stored = as_dict(c)
+    stored["evaluator"]["pdl"] = True  # as runs stored it while it was the default (sessions 18-30)
+    new = resumed_config(stored, [])  # a run that stored them keeps what it stored
     assert (new.search.cost_prior, new.mutator.reward_against, new.evaluator.pdl) == ("auto", "best", True)
+    assert resumed_config(as_dict(c), []).evaluator.pdl is False  # and one stored since, its false
 
 
 def test_a_plain_resume_names_an_unfinished_run_beside_the_finished_last_one(tmp_path):
