@@ -158,8 +158,8 @@ class EvaluatorConfig:
     # true: time each kernel whose PTX waits for the grid before it first (every family's does) as a
     # programmatic dependent launch, as evo.dispatch runs it. Off by default since session 31: in the timing
     # graphs the kernel before a launch is the same kernel, and PDL gained 0.10-0.30 us a call there that it
-    # lost again (and 0.22-0.27 us more) behind any other kernel; plain launches, like the libraries', time
-    # the same either way (docs/timing.md, "How kernels are launched")
+    # did not keep behind a one-element fill kernel (0.22-0.27 us slower than plain; one H100 run); plain
+    # launches, like the libraries', timed the same either way (docs/timing.md, "How kernels are launched")
     pdl: bool = False
 
 

@@ -52,7 +52,7 @@ def test_quiet_sweep_still_prints_its_summary_table(tmp_path):
     assert f"kernels_of={tmp_path / 's.sqlite'} evaluator=simulated" in out.stdout  # as it was swept
     # the libraries timed again after the kernels (Evaluator.library_drift): the test double has no launch modes
     assert "SIMULATED" in out.stdout and "the libraries, timed again alone after the kernels on the 1 smallest" in out.stdout
-    assert "read 1.000x their times from before the kernels" in out.stdout and "no change of launch mode" in out.stdout
+    assert "read 1.000x their stored times" in out.stdout and "no change of launch mode" in out.stdout
     archive = Archive.open(tmp_path / "s.sqlite", readonly=True)
     try:
         assert archive.get_state(1, "library_drift")["shapes"] == ["64x64x64"]

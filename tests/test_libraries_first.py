@@ -272,28 +272,41 @@ def test_a_resumed_run_keeps_the_timings_its_kernels_were_compared_with(tmp_path
 
 
 class SlowerLater(RecordingPool):
-    """A pool whose library timings read `factor` times slower from the first request after `after` library
-    requests on: a worker that stepped into a slower launch mode after the libraries were timed first."""
+    """A pool whose library timings read slower (`factors` by shape "MxNxK", on the GPUs in `stepped`, every
+    GPU when None) once `after` library requests have gone out: a worker that stepped into a slower launch
+    mode after the libraries were timed first. `throttle`: the later timings say the GPU throttled."""
 
-    def __init__(self, inner, factor, after):
+    def __init__(self, inner, factors, after, stepped=None, throttle=False):
         super().__init__(inner)
-        self.factor, self.after = factor, after
+        self.factors, self.after, self.stepped, self.throttle = factors, after, stepped, throttle
 
     def call_each(self, request, devices=None):
         replies = super().call_each(request, devices)
         if len(self.sent) <= self.after:
             return replies
-        for reply in replies.values():
+        factor = self.factors.get("x".join(map(str, request["shape"])), 1.0)
+        for device, reply in replies.items():
+            if self.stepped is not None and device not in self.stepped:
+                continue
             for lib in reply.get("libraries", []):
                 t = lib.get("timing")
                 if t:
-                    t["median_ms"] *= self.factor
-                    t["samples_ms"] = [x * self.factor for x in t.get("samples_ms", [])]
+                    t["median_ms"] *= factor
+                    t["samples_ms"] = [x * factor for x in t.get("samples_ms", [])]
+                    t["throttled"] = self.throttle
         return replies
 
 
+def stepping_evaluator(tmp_path, compile_cache, gpus=(), **pool_args):
+    cfg = EvaluatorConfig(backend="simulated", timeout_s=5, cache_dir=str(compile_cache), gpus=list(gpus))
+    archive = Archive.open(tmp_path / "a.sqlite")
+    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
+    pool = SlowerLater(make_pool(cfg), **pool_args)
+    return Evaluator(cfg, archive=archive, run_id=run, pool=pool).start()
+
+
 def test_library_drift_times_the_smallest_shapes_again_and_stores_nothing(tmp_path, compile_cache):
-    shapes = [Shape(256, 256, 256), *SHAPES]  # the two of SHAPES have fewer FLOPs
+    shapes = [Shape(256, 256, 256), *SHAPES, SHAPES[0]]  # the two of SHAPES have fewer FLOPs; one given twice
     ev, pool = evaluator(tmp_path, compile_cache)
     try:
         ev.time_libraries_first(shapes)
@@ -303,6 +316,7 @@ def test_library_drift_times_the_smallest_shapes_again_and_stores_nothing(tmp_pa
         assert [msg["shape"] for _, msg in pool.sent[first:]] == [[64, 64, 64], [128, 64, 32]]
         assert drift["shapes"] == ["64x64x64", "128x64x32"] and drift["pairs"] == 2 * len(ev.cfg.libraries)
         assert drift["ratio"] == pytest.approx(1.0, abs=0.02)  # the test double has no launch modes
+        assert drift["gpu"] == ev.devices[0].key and drift["restarts"] == 0
         assert ev.archive.db.execute("select count(*) from baselines").fetchone()[0] == rows  # nothing stored
     finally:
         ev.close()
@@ -311,25 +325,60 @@ def test_library_drift_times_the_smallest_shapes_again_and_stores_nothing(tmp_pa
 def test_library_drift_measures_a_step_that_came_after_the_libraries_were_timed_first(tmp_path, compile_cache, caplog):
     from evo.search.sweep import _report_drift
 
-    cfg = EvaluatorConfig(backend="simulated", timeout_s=5, cache_dir=str(compile_cache), gpus=[])
-    archive = Archive.open(tmp_path / "a.sqlite")
-    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
-    pool = SlowerLater(make_pool(cfg), factor=1.12, after=len(SHAPES))
-    ev = Evaluator(cfg, archive=archive, run_id=run, pool=pool).start()
+    ev = stepping_evaluator(tmp_path, compile_cache, factors={"64x64x64": 1.20, "128x64x32": 1.05}, after=len(SHAPES))
     try:
         ev.time_libraries_first(SHAPES)
-        then = ev.library_times(ev.devices[0].key, SHAPES[0], cfg.mode)["torch"]
+        gpu = ev.devices[0].key
+        then = ev.library_times(gpu, SHAPES[0], ev.cfg.mode)
         drift = ev.library_drift(SHAPES)
-        assert drift["ratio"] == pytest.approx(1.12, rel=1e-6)
-        assert drift["worst"][2] in {ev.library_times(ev.devices[0].key, s, cfg.mode)[drift["worst"][1]]
-                                     for s in SHAPES}
-        assert ev.library_times(ev.devices[0].key, SHAPES[0], cfg.mode)["torch"] == then  # the stored time stands
+        assert drift["ratio"] == pytest.approx((1.20 * 1.05) ** 0.5, rel=1e-6)  # a geomean, not a mean
+        assert drift["worst"][:2] == [gpu, "64x64x64"] and drift["worst"][2] in then
+        assert drift["worst"][4] == pytest.approx(1.20 * drift["worst"][3], rel=1e-6)
+        assert ev.library_times(gpu, SHAPES[0], ev.cfg.mode) == then  # the stored times stand
     finally:
         ev.close()
     with caplog.at_level("INFO"):
-        _report_drift(drift, "")
-        _report_drift({**drift, "ratio": 1.01}, "")
-    warned = [r for r in caplog.records if r.levelname == "WARNING"]
-    assert len(warned) == 1 and "1.120x" in warned[0].getMessage() and "slower launch mode" in warned[0].getMessage()
-    assert any("1.010x" in r.getMessage() and "no change of launch mode" in r.getMessage()
-               for r in caplog.records if r.levelname == "INFO")
+        for ratio in (drift["ratio"], 1.03, 1.029, 0.95):
+            _report_drift({**drift, "ratio": ratio}, "")
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if "timed again alone" in r.getMessage()]
+    assert [level for level, _ in said] == ["WARNING", "WARNING", "INFO", "WARNING"]
+    assert "1.122x" in said[0][1] and "slower launch mode" in said[0][1] and "64x64x64, " in said[0][1]
+    assert "no change of launch mode" in said[2][1] and "flattered" in said[3][1]
+
+
+def test_library_drift_names_the_gpu_that_stepped_and_leaves_out_throttled_timings(tmp_path, compile_cache):
+    ev = stepping_evaluator(tmp_path, compile_cache, gpus=(0, 1), factors={"64x64x64": 1.2, "128x64x32": 1.2},
+                            after=2 * len(SHAPES), stepped={"1"})
+    try:
+        ev.time_libraries_first(SHAPES)
+        drift = ev.library_drift(SHAPES)
+        stepped = next(info.key for d, info in zip(ev.pool.devices, ev.devices) if d == "1")
+        assert drift["gpu"] == stepped and drift["ratio"] == pytest.approx(1.2, rel=1e-6)  # not diluted by GPU 0
+        assert sorted(drift["per_gpu"].values()) == pytest.approx([1.0, 1.2], rel=0.02)
+        assert drift["worst"][0] == stepped
+    finally:
+        ev.close()
+    ev = stepping_evaluator(tmp_path / "t", compile_cache, factors={"64x64x64": 1.2}, after=len(SHAPES), throttle=True)
+    try:
+        ev.time_libraries_first(SHAPES)
+        assert ev.library_drift(SHAPES) is None  # every later timing throttled: nothing to compare
+    finally:
+        ev.close()
+
+
+def test_a_failing_check_after_the_kernels_leaves_the_sweep_standing(caplog):
+    from evo.search.sweep import _check_drift
+
+    class Failing:
+        def __init__(self, error):
+            self.error = error
+
+        def library_drift(self, shapes):
+            raise self.error
+
+    with caplog.at_level("WARNING"):
+        assert _check_drift(Failing(RuntimeError("worker gone")), SHAPES, "") is None
+        assert _check_drift(Failing(KeyboardInterrupt()), SHAPES, "") is None
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("worker gone" in m and "results stand" in m for m in messages)
+    assert any("stopped while the libraries were timed again" in m for m in messages)

@@ -174,6 +174,7 @@ def test_islands_can_be_added_and_removed_on_resume(tmp_path, caplog):
     ("search.seed=8", r"search\.seed=8: it changes search\.seed \(the seed made every decision"),
     ("evaluator=gpu", r"evaluator=gpu: it changes evaluator\.backend"),
     ("evaluator.mode=hot", r"evaluator\.mode"),
+    ("evaluator.pdl=true", r"evaluator\.pdl=true: it changes evaluator\.pdl \(the cells compare kernels launched"),
     ("islands.specialize=none", r"it changes islands\.specialize"),
     ("archive.path=elsewhere.sqlite", r"it changes archive\.path .*evo resume PATH"),
     ("+experiment=quick", r"\+experiment=quick: a resume takes key=value overrides"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import math
+import statistics
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -68,7 +69,7 @@ class Evaluator:
     def start(self) -> Evaluator:
         log.info("evaluator.pdl=true: kernels whose PTX first waits for the kernel launched before them are timed "
                  "as programmatic dependent launches, each overlapping its own previous launch in the timing graphs "
-                 "(a gain it has not behind other kernels; docs/timing.md)" if self.cfg.pdl else
+                 "(a gain it did not keep behind a foreign kernel; docs/timing.md)" if self.cfg.pdl else
                  "every kernel is timed as a plain launch, as the libraries are (evaluator.pdl=false; docs/timing.md)")
         self.pool.start()
         self._ensure_peaks()
@@ -350,33 +351,44 @@ class Evaluator:
     def library_drift(self, shapes: Iterable[Shape], *, most: int = LIBRARY_DRIFT_SHAPES) -> dict | None:
         """The libraries timed again, alone, on every GPU of the pool, on the `most` of `shapes` with the
         fewest FLOPs (where a launch mode shows most), after a run's kernels, against the times stored for
-        them; not stored. Why: a worker can step into a mode that reads every launch about 0.33 us slower,
-        libraries and kernels alike (H100, `benchmarks/session31/`); the libraries, timed first, then miss
-        the step that the kernels after it take, and the small shapes' ratios are understated. Returns
-        {"ratio": geomean of now / then over every (GPU, shape, library) timed both times, "pairs": their
-        count, "shapes": [names], "worst": [shape, library, then_ms, now_ms] of the largest ratio}, or None
-        where nothing was timed both times (no libraries, or every timing failed)."""
+        them (timed first in this run, or by an earlier run into the same archive); not stored. Why: a
+        worker can step into a mode that reads every launch about 0.33 us slower, libraries and kernels
+        alike (one H100, `benchmarks/session31/`); the libraries, timed first, then miss the step that the
+        kernels after it take, and the small shapes' ratios are understated. Timings on a throttled GPU
+        are left out. Returns {"ratio": the largest over the GPUs of the geomean of now / then over that
+        GPU's (shape, library) pairs, "gpu": that GPU, "per_gpu": {GPU: geomean}, "pairs": how many were
+        timed both times, "shapes": the shapes timed, "worst": [GPU, shape, library, then_ms, now_ms] of
+        the largest ratio, "restarts": the pool's worker restarts so far (a restarted worker is fresh
+        again)}, or None where nothing was timed both times (no libraries, every timing failed)."""
         picked = sorted(set(shapes), key=lambda s: (s.flops, s.M, s.N, s.K))[:most]
         if not picked or not self.cfg.libraries:
             return None
-        ratios: list[tuple[float, Shape, str, float, float]] = []
+        ratios: list[tuple[float, str, Shape, str, float, float]] = []
+        timed: list[Shape] = []
         for shape in picked:
             try:
                 replies = self.pool.call_each(self._library_request(shape, list(self.cfg.libraries)))
             except (OSError, TimeoutError, GpuUnavailable) as e:
                 log.warning(f"timing the libraries again stopped at {shape} ({type(e).__name__}: {e})")
                 break
+            timed.append(shape)
             for reply in replies.values():
-                then = self.library_times(reply["gpu"], shape, self.cfg.mode)
+                gpu = reply["gpu"]
+                then = self.library_times(gpu, shape, self.cfg.mode)
                 for lib in map(LibraryResult.from_json, reply.get("libraries", [])):
-                    now = lib.timing.median_ms if lib.status == "ok" and lib.timing else None
-                    if lib.mode == self.cfg.mode and now and then.get(lib.library):
-                        ratios.append((now / then[lib.library], shape, lib.library, then[lib.library], now))
+                    ok = lib.status == "ok" and lib.timing and not lib.timing.throttled and lib.mode == self.cfg.mode
+                    if ok and lib.timing and then.get(lib.library):
+                        ratios.append((lib.timing.median_ms / then[lib.library], gpu, shape, lib.library,
+                                       then[lib.library], lib.timing.median_ms))
         if not ratios:
             return None
+        per_gpu = {gpu: math.exp(statistics.fmean(math.log(r[0]) for r in ratios if r[1] == gpu))
+                   for gpu in dict.fromkeys(r[1] for r in ratios)}
+        gpu = max(per_gpu, key=lambda g: per_gpu[g])
         worst = max(ratios, key=lambda r: r[0])
-        return {"ratio": math.exp(sum(math.log(r[0]) for r in ratios) / len(ratios)), "pairs": len(ratios),
-                "shapes": [str(s) for s in picked], "worst": [str(worst[1]), worst[2], worst[3], worst[4]]}
+        return {"ratio": per_gpu[gpu], "gpu": gpu, "per_gpu": per_gpu, "pairs": len(ratios),
+                "shapes": [str(s) for s in timed], "worst": [worst[1], str(worst[2]), worst[3], worst[4], worst[5]],
+                "restarts": self.pool.restarts}
 
     def _early_failure(self, p: Prepared, shape: Shape) -> Evaluation | None:
         if p.status is not None:

@@ -70,6 +70,7 @@ FIXED = {
     "search.seed": "the seed made every decision so far; another seed is another run",
     "evaluator.backend": "measured (gpu) and modelled (simulated) times must not mix in one run",
     "evaluator.mode": "the cells compare kernels by their time in this timing mode",
+    "evaluator.pdl": "the cells compare kernels launched one way (PDL launches read faster back to back)",
     "evaluator.libraries": "speedups are measured against these libraries",
     "islands.specialize": "the islands' shapes and families follow from it",
     "archive": "the archive is the file given to `evo resume`",

@@ -164,7 +164,8 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
                  "library:\n"
                  + format_bucket_table(summary), extra=RESULT)
         if c.sweep.budget > 1:
-            bench_also = " evaluator=simulated" if c.evaluator.backend == "simulated" else ""  # as it was swept
+            bench_also = (" evaluator=simulated" if c.evaluator.backend == "simulated" else "") + (
+                " evaluator.pdl=true" if c.evaluator.pdl else "")  # timed as it was swept
             log.info(f"each shape's ratio is its fastest of up to {c.sweep.budget} kernel timings against the one "
                      f"stored timing of each library on that GPU: the best of many draws favours the kernels, and on "
                      f"small shapes a re-timing has read the same kernels faster than a sweep did (docs/timing.md, "
@@ -185,9 +186,8 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
                             "timed on a throttled GPU, so their ratios are flattered: " + "; ".join(
                                 f"{s} ({lib} at {mhz:.0f} MHz)" for s, (lib, mhz) in flattered.items()))
         archive.put_state(run_id, "summary", summary)  # first: a stop during the check below loses nothing
-        drift = ev.library_drift(shapes)  # a few seconds of library timings on the smallest shapes
+        drift = _check_drift(ev, shapes, simulated_note(c.evaluator.backend))
         if drift:
-            _report_drift(drift, simulated_note(c.evaluator.backend))
             archive.put_state(run_id, "library_drift", drift)
         return {"run_id": run_id, "summary": summary, "failures": dict(failures), "throttled": kept_out,
                 "raced": raced, "library_drift": drift}
@@ -197,16 +197,42 @@ def run_sweep(c: EvoConfig, raw=None, *, families: list[str] | None = None) -> d
 DRIFT_WARN = 1.03
 
 
+def _check_drift(ev: Evaluator, shapes: list[Shape], note: str) -> dict | None:
+    """The libraries timed again after the kernels (Evaluator.library_drift, a few seconds), reported; a
+    diagnostic of a finished sweep: a failure or Ctrl-C here skips it, and the sweep's results stand."""
+    try:
+        drift = ev.library_drift(shapes)
+    except KeyboardInterrupt:
+        log.warning("stopped while the libraries were timed again after the kernels: that check is skipped; the "
+                    "sweep itself had finished and is stored")
+        return None
+    except Exception as e:  # noqa: BLE001 -- the sweep is done and stored; only its after-check failed
+        log.warning(f"timing the libraries again after the kernels failed ({type(e).__name__}: {e}); the sweep's "
+                    "results stand")
+        return None
+    if drift:
+        _report_drift(drift, note)
+    return drift
+
+
 def _report_drift(drift: dict, note: str) -> None:
     """Say how the libraries read when timed again after the kernels (Evaluator.library_drift)."""
-    shape, lib, then, now = drift["worst"]
+    gpu, shape, lib, then, now = drift["worst"]
+    gpus = len(drift["per_gpu"])
+    where = f" on GPU {drift['gpu']} (the largest of {gpus} GPUs)" if gpus > 1 else ""
+    restarts = (f"; {drift['restarts']} worker restart(s) during the run returned a worker to its fresh mode, so "
+                "a step before a restart does not show here" if drift.get("restarts") else "")
     told = (f"{note}the libraries, timed again alone after the kernels on the {len(drift['shapes'])} smallest "
-            f"shapes, read {drift['ratio']:.3f}x their times from before the kernels (geomean of {drift['pairs']}; "
-            f"most: {lib} on {shape}, {then * 1e3:.2f} -> {now * 1e3:.2f} us)")
+            f"shapes, read {drift['ratio']:.3f}x their stored times{where} (geomean; {drift['pairs']} timings; most: "
+            f"{lib} on {shape}, {then * 1e3:.2f} -> {now * 1e3:.2f} us{' on GPU ' + gpu if gpus > 1 else ''}"
+            f"{restarts})")
     if drift["ratio"] >= DRIFT_WARN:
         log.warning(f"{told}: the GPU worker stepped into a slower launch mode during the run, which the kernels "
                     "timed after the step took and the libraries, timed first, did not; the ratios of small shapes "
                     "above are understated by up to that much (docs/timing.md, \"Two launch modes\")")
+    elif drift["ratio"] <= 1 / DRIFT_WARN:
+        log.warning(f"{told}: faster now than when first timed (a throttled GPU or another mode then; stored "
+                    "times may come from an earlier run into this archive): the ratios above may be flattered")
     else:
         log.info(f"{told}: no change of launch mode showed", extra=RESULT)
 
