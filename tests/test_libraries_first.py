@@ -64,13 +64,14 @@ class RecordingPool:
         self.inner.close()
 
 
-def evaluator(tmp_path, compile_cache, *, gpus=(), libraries=None, archive=None):
+def evaluator(tmp_path, compile_cache, *, gpus=(), libraries=None, archive=None, wrap=RecordingPool):
+    """A simulated evaluator on `wrap` (a RecordingPool or a subclass, given the real pool), and that pool."""
     cfg = EvaluatorConfig(backend="simulated", timeout_s=5, cache_dir=str(compile_cache), gpus=list(gpus))
     if libraries is not None:
         cfg.libraries = libraries
     archive = archive or Archive.open(tmp_path / "a.sqlite")
     run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
-    pool = RecordingPool(make_pool(cfg))
+    pool = wrap(make_pool(cfg))
     return Evaluator(cfg, archive=archive, run_id=run, pool=pool).start(), pool
 
 
@@ -298,11 +299,7 @@ class SlowerLater(RecordingPool):
 
 
 def stepping_evaluator(tmp_path, compile_cache, gpus=(), **pool_args):
-    cfg = EvaluatorConfig(backend="simulated", timeout_s=5, cache_dir=str(compile_cache), gpus=list(gpus))
-    archive = Archive.open(tmp_path / "a.sqlite")
-    run = archive.start_run(kind="test", config={}, seed=0, backend="simulated")
-    pool = SlowerLater(make_pool(cfg), **pool_args)
-    return Evaluator(cfg, archive=archive, run_id=run, pool=pool).start()
+    return evaluator(tmp_path, compile_cache, gpus=gpus, wrap=lambda inner: SlowerLater(inner, **pool_args))[0]
 
 
 def test_library_drift_times_the_smallest_shapes_again_and_stores_nothing(tmp_path, compile_cache):

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
-import math
-import statistics
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +27,7 @@ from evo.core.records import (
     Status,
 )
 from evo.core.shapes import Shape
+from evo.core.summary import geomean
 from evo.evaluation.compiler import Compiler
 from evo.evaluation.cubin_calls import outside_calls
 from evo.evaluation.pool import Job
@@ -37,6 +36,7 @@ from evo.evaluation.static_checks import check_source
 
 log = logging.getLogger(__name__)
 LIBRARY_DRIFT_SHAPES = 6  # shapes whose libraries a sweep times again after its kernels (Evaluator.library_drift)
+POOL_ERRORS = (OSError, TimeoutError, GpuUnavailable)  # the pool failed, not the job: stop a phase of library jobs
 
 
 @dataclass(frozen=True)
@@ -332,7 +332,7 @@ class Evaluator:
                 for wanted, ds in groups.items():
                     try:
                         replies = self.pool.call_each(self._library_request(shape, list(wanted)), ds)
-                    except (OSError, TimeoutError, GpuUnavailable) as e:  # the pool, not a library: stop the phase
+                    except POOL_ERRORS as e:  # the pool, not a library: stop the phase
                         log.warning(f"timing the libraries first stopped at {shape} ({type(e).__name__}: {e}); the "
                                     "kernels' jobs time the rest beside a kernel")
                         return timed
@@ -368,7 +368,7 @@ class Evaluator:
         for shape in picked:
             try:
                 replies = self.pool.call_each(self._library_request(shape, list(self.cfg.libraries)))
-            except (OSError, TimeoutError, GpuUnavailable) as e:
+            except POOL_ERRORS as e:
                 log.warning(f"timing the libraries again stopped at {shape} ({type(e).__name__}: {e})")
                 break
             timed.append(shape)
@@ -376,13 +376,13 @@ class Evaluator:
                 gpu = reply["gpu"]
                 then = self.library_times(gpu, shape, self.cfg.mode)
                 for lib in map(LibraryResult.from_json, reply.get("libraries", [])):
-                    ok = lib.status == "ok" and lib.timing and not lib.timing.throttled and lib.mode == self.cfg.mode
-                    if ok and lib.timing and then.get(lib.library):
+                    if (lib.status == "ok" and lib.timing and lib.timing.median_ms > 0 and not lib.timing.throttled
+                            and lib.mode == self.cfg.mode and then.get(lib.library)):
                         ratios.append((lib.timing.median_ms / then[lib.library], gpu, shape, lib.library,
                                        then[lib.library], lib.timing.median_ms))
         if not ratios:
             return None
-        per_gpu = {gpu: math.exp(statistics.fmean(math.log(r[0]) for r in ratios if r[1] == gpu))
+        per_gpu = {gpu: geomean([r[0] for r in ratios if r[1] == gpu]) or 1.0  # every ratio > 0: never None
                    for gpu in dict.fromkeys(r[1] for r in ratios)}
         gpu = max(per_gpu, key=lambda g: per_gpu[g])
         worst = max(ratios, key=lambda r: r[0])
