@@ -11,7 +11,6 @@ with the SM clock read during their timings.
 from __future__ import annotations
 
 import logging
-import math
 from pathlib import Path
 
 from tabulate import tabulate
@@ -21,6 +20,7 @@ from evo.core.errors import ConfigError
 from evo.core.kernel import Candidate
 from evo.core.logs import RESULT, simulated_note
 from evo.core.shapes import build_shape_set
+from evo.core.summary import geomean
 from evo.search.progress import Progress
 from evo.search.session import recorded_session
 
@@ -166,14 +166,14 @@ def format_bench(rows: list[dict], libraries: list[str], kernels: list[str]) -> 
     for lib in libraries[1:]:
         ratios = [r["torch_ms"] / r[f"{lib}_ms"] for r in rows if r.get("torch_ms") and r.get(f"{lib}_ms")]
         if ratios and "torch" in libraries:
-            text += (f"\ngeomean torch_time / {lib}_time = {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} "
+            text += (f"\ngeomean torch_time / {lib}_time = {geomean(ratios):.3f} "
                      f"over {len(ratios)} rows")
     for k in kernels:
         ratios = [lib_ms / r[f"kernel_{k}_ms"] for r in rows
                   if r.get(f"kernel_{k}_ms") and (lib_ms := _best_library_ms(r, libraries))]
         if ratios:
             text += (f"\ngeomean best library time / {k} time = "
-                     f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} over {len(ratios)} rows")
+                     f"{geomean(ratios):.3f} over {len(ratios)} rows")
     return text
 
 
