@@ -48,6 +48,20 @@ def load_rows(db: sqlite3.Connection, n: int, only: str = "any") -> list:
     return random.Random(0).sample(rows, min(n, len(rows)))
 
 
+def library_times_now(ev, cfg, libs: list[str]) -> str:
+    """The libraries timed again, alone, on SHAPES in GPU 0's worker: us a call, per shape."""
+    from evo.core.shapes import Shape
+    shapes = [Shape(*s) for s in SHAPES]
+    ev._baselines.clear()  # noqa: SLF001 -- a probe: the libraries timed again, alone, every step
+    ev._alone.clear()  # noqa: SLF001
+    list(ev.measure_libraries(shapes))
+    out = []
+    for s in shapes:
+        lt = ev.library_times(ev.devices[0].key, s, cfg.mode)
+        out.append(" ".join(f"{lt[lib] * 1e3:5.2f}" if lt.get(lib) else " none" for lib in libs))
+    return "  |  ".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("sweep")
@@ -68,19 +82,9 @@ def main() -> None:
     cfg = EvaluatorConfig(backend="simulated" if simulated else "gpu", replays=3, target_replay_ms=10, draws=2, libraries=libs,
                           cache_dir="/tmp/evo-cache", gpus=[0], pdl=bool(a.pdl))
     ev = Evaluator(cfg).start()
-    shapes = [Shape(*s) for s in SHAPES]
     try:
-        gpu = ev.devices[0].key
-
         def libs_now() -> str:
-            ev._baselines.clear()  # noqa: SLF001 -- a probe: the libraries timed again, alone, every step
-            ev._alone.clear()  # noqa: SLF001
-            list(ev.measure_libraries(shapes))
-            out = []
-            for s in shapes:
-                lt = ev.library_times(gpu, s, cfg.mode)
-                out.append(" ".join(f"{lt[lib] * 1e3:5.2f}" if lt.get(lib) else " none" for lib in libs))
-            return "  |  ".join(out)
+            return library_times_now(ev, cfg, libs)
 
         print(f"step  {'job (shape, family, genes)':78s}  "
               + "  |  ".join(f"{M}x{N}x{K}: torch cuBLASLt" for M, N, K in SHAPES), flush=True)
