@@ -717,12 +717,13 @@ def test_a_single_step_mutation_rarely_gives_back_its_parent_and_stays_local():
     assert fam.repair(dict(fam.default, STREAM_K=1, TAIL_SPLIT=4), rng, keep=("STREAM_K",))["STREAM_K"] == 1
 
 
-def test_the_valid_genomes_are_enumerated_once_whichever_threads_ask():
+def test_the_valid_genomes_are_enumerated_once_whichever_threads_ask(tmp_path, monkeypatch):
     """A search builds the valid-genome tables in a background thread while its seeds run; a repair
     asking meanwhile waits for that enumeration and gets the same table, not a second one. (Without
     evo's lock, Python 3.12 enumerates five times here: functools.cached_property lost its lock.)"""
     import threading
     import time
+    monkeypatch.setenv("EVO_CACHE_DIR", str(tmp_path))  # an empty genome cache: the threads must enumerate
 
     from evo.families._family import Family
     fam = FAMILIES["ampere"]
@@ -884,3 +885,36 @@ def test_pipelines_of_sixteen_stages_compile_without_spills(compiler):
                    dict(SWAP_AB=1, BM=16, BN=64, CONSUMERS=1, STAGES=16)):
         params, source = _compiled_without_spills(change, compiler, spills=0)
         assert f"#define STAGES {params['STAGES']}" in source
+
+
+def test_a_later_process_reads_the_valid_genomes_from_the_genome_cache(tmp_path, monkeypatch):
+    """hopper's enumeration takes seconds of CPU in every process that repairs or draws a genome: the first
+    process stores it (genomes/ in EVO_CACHE_DIR), later ones read the same configurations in the same
+    order. A file that cannot be read is enumerated again and replaced; another family's code (its
+    digest) names another file."""
+    from evo.families import _family
+    from evo.families._family import Family, genome_cache_dir
+    monkeypatch.setenv("EVO_CACHE_DIR", str(tmp_path))
+    fam = FAMILIES["skinny"]
+
+    def fresh(enumerations: list) -> Family:  # a new process's family: nothing cached in memory
+        f = Family(**{f.name: getattr(fam, f.name) for f in dataclasses.fields(fam)})
+        original = f._enumerate_valid
+        object.__setattr__(f, "_enumerate_valid", lambda: enumerations.append(1) or original())
+        return f
+
+    first, later, again = [], [], []
+    assert fresh(first).all_valid == fam.all_valid and first == [1]
+    stored = list(genome_cache_dir().glob("skinny-*.npy"))
+    assert len(stored) == 1 and not list(genome_cache_dir().glob("*.tmp"))
+    read = fresh(later).all_valid
+    assert later == [] and read == fam.all_valid and list(read) == list(fam.all_valid)  # order too
+    assert all(type(v) is int for p in read[:50] for v in p.values())
+    stored[0].write_bytes(b"not a numpy file")
+    assert fresh(again).all_valid == fam.all_valid and again == [1]  # enumerated again ...
+    reread = []
+    assert fresh(reread).all_valid == fam.all_valid and reread == []  # ... and stored again
+    monkeypatch.setattr(_family, "_families_digest", lambda: "another-digest")
+    changed = []
+    assert fresh(changed).all_valid == fam.all_valid and changed == [1]
+    assert len(list(genome_cache_dir().glob("skinny-*.npy"))) == 2

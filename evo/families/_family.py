@@ -1,15 +1,18 @@
 """The Family base: a genome (parameters -> allowed values), constraints, and rendering."""
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import numbers
+import os
 import string
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib import resources
+from pathlib import Path
 from random import Random
 
 import numpy as np
@@ -26,6 +29,22 @@ _ENUMERATING = threading.Lock()
 @cache  # read once: a search renders thousands of candidates from the same few templates
 def template_text(name: str) -> str:
     return resources.files("evo.families").joinpath(name).read_text()
+
+
+def genome_cache_dir() -> Path:
+    """Where families keep their enumerated genomes: `genomes/` in EVO_CACHE_DIR (the compile cache's
+    folder) where it is set, else ~/.cache/evo/genomes."""
+    chosen = os.environ.get("EVO_CACHE_DIR")
+    return Path(chosen) / "genomes" if chosen else Path.home() / ".cache" / "evo" / "genomes"
+
+
+@cache
+def _families_digest() -> str:
+    """A digest of every Python module of this package: the genes, constraints and enumeration."""
+    h = hashlib.sha256()
+    for module in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(module.name.encode() + b"\0" + module.read_bytes())
+    return h.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -105,8 +124,33 @@ class Family:
         enumerates, the others wait for its result (a search builds it in the background, `prepare`)."""
         with _ENUMERATING:  # stored before the lock is let go: a thread that waited finds it there
             if "all_valid" not in self.__dict__:
-                self.__dict__["all_valid"] = self._enumerate_valid()
+                self.__dict__["all_valid"] = self._cached_valid()
             return self.__dict__["all_valid"]
+
+    def _cached_valid(self) -> tuple[Params, ...]:
+        """all_valid from the genome cache when an earlier process of the same family code enumerated it
+        (hopper's enumeration takes seconds of CPU in every process that repairs or draws a genome),
+        else enumerated and stored there. The file is named by a digest of every module of this package,
+        so any change to a family's genes or constraints enumerates again; an unreadable file is
+        enumerated again too, and a cache that cannot be written is left alone."""
+        keys = list(self.space)
+        path = genome_cache_dir() / f"{self.name}-{_families_digest()}.npy"
+        try:
+            table = np.load(path, allow_pickle=False)
+            if table.ndim == 2 and table.shape[1] == len(keys):
+                return tuple(dict(zip(keys, row)) for row in table.tolist())
+        except (OSError, ValueError):
+            pass
+        found = self._enumerate_valid()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            with open(part, "wb") as f:
+                np.save(f, np.array([[p[k] for k in keys] for p in found], dtype=np.int32).reshape(-1, len(keys)))
+            os.replace(part, path)  # whole or not at all, for processes enumerating at the same time
+        except OSError:
+            pass
+        return found
 
     def _enumerate_valid(self) -> tuple[Params, ...]:
         keys = list(self.space)
