@@ -890,31 +890,46 @@ def test_pipelines_of_sixteen_stages_compile_without_spills(compiler):
 def test_a_later_process_reads_the_valid_genomes_from_the_genome_cache(tmp_path, monkeypatch):
     """hopper's enumeration takes seconds of CPU in every process that repairs or draws a genome: the first
     process stores it (genomes/ in EVO_CACHE_DIR), later ones read the same configurations in the same
-    order. A file that cannot be read is enumerated again and replaced; another family's code (its
-    digest) names another file."""
+    order. A file that is empty, not numpy, of another dtype or holding values the genes do not allow is
+    enumerated again and replaced; other family code (its digest) or other genes name another file."""
+    import numpy as np
+
     from evo.families import _family
     from evo.families._family import Family, genome_cache_dir
     monkeypatch.setenv("EVO_CACHE_DIR", str(tmp_path))
     fam = FAMILIES["skinny"]
 
-    def fresh(enumerations: list) -> Family:  # a new process's family: nothing cached in memory
-        f = Family(**{f.name: getattr(fam, f.name) for f in dataclasses.fields(fam)})
+    def fresh(enumerations: list, **changes) -> Family:  # a new process's family: nothing cached in memory
+        f = Family(**{f.name: getattr(fam, f.name) for f in dataclasses.fields(fam)} | changes)
         original = f._enumerate_valid
         object.__setattr__(f, "_enumerate_valid", lambda: enumerations.append(1) or original())
         return f
 
-    first, later, again = [], [], []
+    first, later = [], []
     assert fresh(first).all_valid == fam.all_valid and first == [1]
     stored = list(genome_cache_dir().glob("skinny-*.npy"))
     assert len(stored) == 1 and not list(genome_cache_dir().glob("*.tmp"))
     read = fresh(later).all_valid
     assert later == [] and read == fam.all_valid and list(read) == list(fam.all_valid)  # order too
     assert all(type(v) is int for p in read[:50] for v in p.values())
-    stored[0].write_bytes(b"not a numpy file")
-    assert fresh(again).all_valid == fam.all_valid and again == [1]  # enumerated again ...
-    reread = []
-    assert fresh(reread).all_valid == fam.all_valid and reread == []  # ... and stored again
+    good = stored[0].read_bytes()
+    table = np.load(stored[0])
+    outside = table.copy()
+    outside[0, 0] = max(fam.space[list(fam.space)[0]]) + 1
+    for bad in (b"", b"not a numpy file", good[: len(good) // 2], table.astype(np.float64), outside):
+        if isinstance(bad, bytes):
+            stored[0].write_bytes(bad)
+        else:
+            np.save(stored[0], bad)
+        again, reread = [], []
+        assert fresh(again).all_valid == fam.all_valid and again == [1]  # enumerated again ...
+        assert fresh(reread).all_valid == fam.all_valid and reread == []  # ... and stored again
+        assert stored[0].read_bytes() == good
     monkeypatch.setattr(_family, "_families_digest", lambda: "another-digest")
     changed = []
     assert fresh(changed).all_valid == fam.all_valid and changed == [1]
-    assert len(list(genome_cache_dir().glob("skinny-*.npy"))) == 2
+    reordered = []
+    genes = dict(reversed(list(fam.space.items())))
+    same = {tuple(sorted(p.items())) for p in fam.all_valid}  # (the genes' order is the product's order)
+    assert {tuple(sorted(p.items())) for p in fresh(reordered, space=genes).all_valid} == same and reordered == [1]
+    assert len(list(genome_cache_dir().glob("skinny-*.npy"))) == 3 and not list(genome_cache_dir().glob("*.tmp"))

@@ -1,6 +1,7 @@
 """The Family base: a genome (parameters -> allowed values), constraints, and rendering."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import math
@@ -39,12 +40,14 @@ def genome_cache_dir() -> Path:
 
 
 @cache
-def _families_digest() -> str:
-    """A digest of every Python module of this package: the genes, constraints and enumeration."""
+def _families_digest() -> str | None:
+    """A digest of every Python module of this package (the genes, constraints and enumeration), or None
+    where there are no sources to read."""
+    modules = sorted(Path(__file__).parent.glob("*.py"))
     h = hashlib.sha256()
-    for module in sorted(Path(__file__).parent.glob("*.py")):
+    for module in modules:
         h.update(module.name.encode() + b"\0" + module.read_bytes())
-    return h.hexdigest()[:16]
+    return h.hexdigest()[:16] if modules else None
 
 
 @dataclass(frozen=True)
@@ -130,26 +133,35 @@ class Family:
     def _cached_valid(self) -> tuple[Params, ...]:
         """all_valid from the genome cache when an earlier process of the same family code enumerated it
         (hopper's enumeration takes seconds of CPU in every process that repairs or draws a genome),
-        else enumerated and stored there. The file is named by a digest of every module of this package,
-        so any change to a family's genes or constraints enumerates again; an unreadable file is
-        enumerated again too, and a cache that cannot be written is left alone."""
+        else enumerated and stored there. The file is named by a digest of every module of this package
+        and of the family's genes, so any change to its genes or constraints enumerates again; so does a
+        file that cannot be read or holds anything but allowed values of those genes. A cache that cannot
+        be written is left alone."""
         keys = list(self.space)
-        path = genome_cache_dir() / f"{self.name}-{_families_digest()}.npy"
+        code = _families_digest()
+        if code is None:  # no sources to digest (an install of compiled modules only): no cache
+            return self._enumerate_valid()
+        genes = hashlib.sha256(repr((list(self.space.items()), self.growing)).encode()).hexdigest()[:8]
+        path = genome_cache_dir() / f"{self.name}-{code}-{genes}.npy"
         try:
             table = np.load(path, allow_pickle=False)
-            if table.ndim == 2 and table.shape[1] == len(keys):
+            if (table.dtype == np.int32 and table.ndim == 2 and table.shape[1] == len(keys)
+                    and all(np.isin(table[:, i], self.space[k]).all() for i, k in enumerate(keys))):
                 return tuple(dict(zip(keys, row)) for row in table.tolist())
-        except (OSError, ValueError):
+        except Exception:  # noqa: BLE001 -- missing, empty, truncated or foreign: whatever it is, enumerate
             pass
         found = self._enumerate_valid()
+        part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             with open(part, "wb") as f:
                 np.save(f, np.array([[p[k] for k in keys] for p in found], dtype=np.int32).reshape(-1, len(keys)))
             os.replace(part, path)  # whole or not at all, for processes enumerating at the same time
         except OSError:
             pass
+        finally:  # a write cut short (a full disk, Ctrl-C) leaves no temporary file behind
+            with contextlib.suppress(OSError):
+                part.unlink(missing_ok=True)
         return found
 
     def _enumerate_valid(self) -> tuple[Params, ...]:
