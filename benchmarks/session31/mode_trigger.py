@@ -62,6 +62,33 @@ def library_times_now(ev, cfg, libs: list[str]) -> str:
     return "  |  ".join(out)
 
 
+def probe_steps(jobs, *, pdl: bool, heading: str, width: int) -> int:
+    """One fresh worker (a sweep's settings, GPU 0) times the libraries twice, then evaluates `jobs` (label,
+    candidate, shape) one at a time, timing the libraries again after each; one line a step. Returns the
+    worker's restarts. PROBE_SIMULATED=1: the plumbing on the CPU test double (modelled times)."""
+    from evo.config import EvaluatorConfig
+    from evo.evaluation.evaluator import Evaluator
+
+    libs = ["torch", "cublaslt_autotuned"]
+    simulated = bool(os.environ.get("PROBE_SIMULATED"))
+    if simulated:
+        print("SIMULATED (the CPU test double's modelled times, not measurements)")
+    cfg = EvaluatorConfig(backend="simulated" if simulated else "gpu", replays=3, target_replay_ms=10, draws=2, libraries=libs,
+                          cache_dir="/tmp/evo-cache", gpus=[0], pdl=pdl)
+    ev = Evaluator(cfg).start()
+    try:
+        print(f"step  {heading:{width}s}  " + "  |  ".join(f"{M}x{N}x{K}: torch cuBLASLt" for M, N, K in SHAPES), flush=True)
+        print(f"{0:4d}  {'(fresh worker)':{width}s}  {library_times_now(ev, cfg, libs)}", flush=True)
+        print(f"{0:4d}  {'(fresh worker, again)':{width}s}  {library_times_now(ev, cfg, libs)}", flush=True)
+        for step, (label, kernel, shape) in enumerate(jobs, 1):
+            results = list(ev.evaluate([(kernel, shape)], measure_libraries=False, race=False))
+            job = f"{label} [{results[0].status if results else 'none'}]"
+            print(f"{step:4d}  {job[:width]:{width}s}  {library_times_now(ev, cfg, libs)}", flush=True)
+        return ev.pool.restarts
+    finally:
+        ev.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("sweep")
@@ -69,38 +96,19 @@ def main() -> None:
     ap.add_argument("--only", default="any", choices=["any", "fixup", "atomics", "plain"])
     ap.add_argument("--pdl", type=int, default=0, help="evaluator.pdl for the jobs (1: as sweeps ran from session 18 to 30)")
     a = ap.parse_args()
-    from evo.config import EvaluatorConfig
     from evo.core.shapes import Shape
-    from evo.evaluation.evaluator import Evaluator
     from evo.families import FAMILIES
 
     db = sqlite3.connect(a.sweep)
-    libs = ["torch", "cublaslt_autotuned"]
-    simulated = bool(os.environ.get("PROBE_SIMULATED"))  # the plumbing on the CPU test double: modelled times
-    if simulated:
-        print("SIMULATED (the CPU test double's modelled times, not measurements)")
-    cfg = EvaluatorConfig(backend="simulated" if simulated else "gpu", replays=3, target_replay_ms=10, draws=2, libraries=libs,
-                          cache_dir="/tmp/evo-cache", gpus=[0], pdl=bool(a.pdl))
-    ev = Evaluator(cfg).start()
-    try:
-        def libs_now() -> str:
-            return library_times_now(ev, cfg, libs)
 
-        print(f"step  {'job (shape, family, genes)':78s}  "
-              + "  |  ".join(f"{M}x{N}x{K}: torch cuBLASLt" for M, N, K in SHAPES), flush=True)
-        print(f"{0:4d}  {'(fresh worker)':78s}  {libs_now()}", flush=True)
-        print(f"{0:4d}  {'(fresh worker, again)':78s}  {libs_now()}", flush=True)
-        for step, (M, N, K, family, params) in enumerate(load_rows(db, a.steps, a.only), 1):
+    def jobs():
+        for M, N, K, family, params in load_rows(db, a.steps, a.only):
             p = json.loads(params)
             genes = " ".join([f"{p.get('BM')}x{p.get('BN')}"] + [f"{g}={p[g]}" for g, v in USUAL.items() if p.get(g, v) != v])
-            results = list(ev.evaluate([(FAMILIES[family].candidate(p), Shape(M, N, K))],
-                                       measure_libraries=False, race=False))
-            status = results[0].status if results else "none"
-            job = f"{M}x{N}x{K} {family} {genes} [{status}]"
-            print(f"{step:4d}  {job[:78]:78s}  {libs_now()}", flush=True)
-        print(f"worker restarts: {ev.pool.restarts}; jobs launched with PDL: {bool(a.pdl)}; jobs: {a.only}")
-    finally:
-        ev.close()
+            yield f"{M}x{N}x{K} {family} {genes}", FAMILIES[family].candidate(p), Shape(M, N, K)
+
+    restarts = probe_steps(jobs(), pdl=bool(a.pdl), heading="job (shape, family, genes)", width=78)
+    print(f"worker restarts: {restarts}; jobs launched with PDL: {bool(a.pdl)}; jobs: {a.only}")
 
 
 if __name__ == "__main__":

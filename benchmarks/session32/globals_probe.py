@@ -12,9 +12,8 @@ names the globals.
     python globals_probe.py --mib 0                     (the control: the same jobs without the array)
 """
 import argparse
-import os
 
-from mode_trigger import SHAPES, library_times_now
+from mode_trigger import probe_steps
 
 
 def main() -> None:
@@ -22,34 +21,21 @@ def main() -> None:
     ap.add_argument("--mib", type=float, required=True, help="size of the unused __device__ array (0: none)")
     ap.add_argument("--steps", type=int, default=5)
     a = ap.parse_args()
-    from evo.config import EvaluatorConfig
     from evo.core.kernel import Candidate
     from evo.core.shapes import Shape
-    from evo.evaluation.evaluator import Evaluator
     from evo.families import SIMT
 
-    simulated = bool(os.environ.get("PROBE_SIMULATED"))
-    if simulated:
-        print("SIMULATED (the CPU test double's modelled times, not measurements)")
-    libs = ["torch", "cublaslt_autotuned"]
-    cfg = EvaluatorConfig(backend="simulated" if simulated else "gpu", replays=3, target_replay_ms=10, draws=2,
-                          libraries=libs, cache_dir="/tmp/evo-cache", gpus=[0], pdl=False)
     floats = int(a.mib * 2**20 / 4)
-    ev = Evaluator(cfg).start()
-    try:
-        print(f"step  {'job':44s}  " + "  |  ".join(f"{M}x{N}x{K}: torch cuBLASLt" for M, N, K in SHAPES), flush=True)
-        print(f"{0:4d}  {'(fresh worker)':44s}  {library_times_now(ev, cfg, libs)}", flush=True)
-        print(f"{0:4d}  {'(fresh worker, again)':44s}  {library_times_now(ev, cfg, libs)}", flush=True)
-        base = SIMT.render(SIMT.default)
+    base = SIMT.render(SIMT.default)
+
+    def jobs():
         for step in range(1, a.steps + 1):
             extra = f"\n// globals probe, job {step}\n" + (f"__device__ float evo_probe_big[{floats}];\n" if floats else "")
             kernel = Candidate.make(base + extra, family="simt", params=SIMT.default, operator="probe")
-            result = list(ev.evaluate([(kernel, Shape(512, 512, 512))], measure_libraries=False, race=False))
-            job = f"simt default + {a.mib:g} MiB global [{result[0].status if result else 'none'}]"
-            print(f"{step:4d}  {job:44s}  {library_times_now(ev, cfg, libs)}", flush=True)
-        print(f"worker restarts: {ev.pool.restarts}; array {a.mib:g} MiB ({floats} floats)")
-    finally:
-        ev.close()
+            yield f"simt default + {a.mib:g} MiB global", kernel, Shape(512, 512, 512)
+
+    restarts = probe_steps(jobs(), pdl=False, heading="job", width=44)
+    print(f"worker restarts: {restarts}; array {a.mib:g} MiB ({floats} floats)")
 
 
 if __name__ == "__main__":
