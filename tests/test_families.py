@@ -909,8 +909,10 @@ def test_a_later_process_reads_the_valid_genomes_from_the_genome_cache(tmp_path,
     assert fresh(first).all_valid == fam.all_valid and first == [1]
     stored = list(genome_cache_dir().glob("skinny-*.npy"))
     assert len(stored) == 1 and not list(genome_cache_dir().glob("*.tmp"))
-    read = fresh(later).all_valid
+    reader = fresh(later)
+    read = reader.all_valid
     assert later == [] and read == fam.all_valid and list(read) == list(fam.all_valid)  # order too
+    assert "_valid_table" in reader.__dict__ and (reader._valid_table == fam._valid_table).all()  # repair's matrix
     assert all(type(v) is int for p in read[:50] for v in p.values())
     good = stored[0].read_bytes()
     table = np.load(stored[0])

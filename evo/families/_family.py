@@ -147,6 +147,7 @@ class Family:
             table = np.load(path, allow_pickle=False)
             if (table.dtype == np.int32 and table.ndim == 2 and table.shape[1] == len(keys)
                     and all(np.isin(table[:, i], self.space[k]).all() for i, k in enumerate(keys))):
+                self.__dict__["_valid_table"] = table.astype(np.int64)  # repair's matrix: read, not rebuilt
                 return tuple(dict(zip(keys, row)) for row in table.tolist())
         except Exception:  # noqa: BLE001 -- missing, empty, truncated or foreign: whatever it is, enumerate
             pass
